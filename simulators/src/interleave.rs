@@ -1,0 +1,128 @@
+//! Merging per-process event streams into one file, the way concurrent writers share a file.
+//!
+//! Main function: [`render_launch`]. Events are ordered by their instant (ties broken by the
+//! seed); each process's own order is kept. A record larger than the stdio buffer (8 KiB) may
+//! reach the file in several `write(2)` calls, so another process's bytes can land between
+//! them — mid-record and sometimes mid-line ([`Chunk`], `interleaved`).
+
+use crate::clock::SimTime;
+use crate::record::{Event, Renderer};
+use crate::script::LaunchLog;
+use crate::seed::Seed;
+
+/// Python's `TextIOWrapper` flushes at this size; a record above it is several writes.
+pub const STDIO_BUFFER_BYTES: usize = 8192;
+
+/// One `write(2)`.
+#[derive(Clone, Debug)]
+pub struct Chunk {
+    pub t: SimTime,
+    pub proc: usize,
+    pub bytes: Vec<u8>,
+    /// Offset of the root-cause line inside this chunk.
+    pub mark: Option<usize>,
+    /// The chunk ends in the middle of a line (the record continues in a later chunk).
+    pub ends_mid_line: bool,
+}
+
+/// A launch as the sequence of writes that reached the file.
+#[derive(Clone, Debug, Default)]
+pub struct RenderedLaunch {
+    pub chunks: Vec<Chunk>,
+    /// A line of this launch contains bytes of two processes.
+    pub interleaved: bool,
+}
+
+impl RenderedLaunch {
+    pub fn len_bytes(&self) -> usize {
+        self.chunks.iter().map(|c| c.bytes.len()).sum()
+    }
+}
+
+/// Render and merge a launch. `split_percent` is the chance that a record above the stdio
+/// buffer is split into several writes.
+pub fn render_launch(
+    log: &LaunchLog,
+    r: &Renderer<'_>,
+    seed: Seed,
+    split_percent: u64,
+) -> RenderedLaunch {
+    let mut rng = seed.derive("interleave", 0).rng();
+    // (time, tiebreak, process sequence) keeps each process's order: its instants increase.
+    let mut order: Vec<(SimTime, u64, usize)> = log
+        .events
+        .iter()
+        .enumerate()
+        .map(|(i, e)| (e.t, rng.next_u64(), i))
+        .collect();
+    order.sort();
+    let mut pieces: Vec<Chunk> = Vec::with_capacity(order.len());
+    for (_, _, i) in order {
+        let ev: &Event = &log.events[i];
+        let proc = &log.procs[ev.proc];
+        let out = r.render(ev, proc);
+        if out.bytes.len() > STDIO_BUFFER_BYTES && rng.chance(split_percent) {
+            let mut start = 0;
+            while start < out.bytes.len() {
+                let mut end = (start + STDIO_BUFFER_BYTES).min(out.bytes.len());
+                // The root-cause line is never cut: truth must be able to quote it whole.
+                if let Some(m) = out.mark_offset {
+                    let line_end = out.bytes[m..]
+                        .iter()
+                        .position(|&b| b == b'\n')
+                        .map_or(out.bytes.len(), |p| m + p + 1);
+                    if end > m && end < line_end && m > start {
+                        end = m;
+                    }
+                }
+                let mark = out
+                    .mark_offset
+                    .filter(|&m| m >= start && m < end)
+                    .map(|m| m - start);
+                pieces.push(Chunk {
+                    t: ev.t,
+                    proc: ev.proc,
+                    bytes: out.bytes[start..end].to_vec(),
+                    mark,
+                    ends_mid_line: end < out.bytes.len() && out.bytes[end - 1] != b'\n',
+                });
+                start = end;
+            }
+        } else {
+            pieces.push(Chunk {
+                t: ev.t,
+                proc: ev.proc,
+                bytes: out.bytes,
+                mark: out.mark_offset,
+                ends_mid_line: false,
+            });
+        }
+    }
+    // Writes of a split record are separate syscalls: a write of another process that was due at
+    // the same moment may land between them.
+    let mut k = 0;
+    while k + 2 < pieces.len() {
+        if pieces[k].proc == pieces[k + 1].proc
+            && pieces[k + 2].proc != pieces[k].proc
+            && is_continuation(&pieces[k], &pieces[k + 1])
+            && pieces[k + 2].t.0.saturating_sub(pieces[k].t.0) < 2_000
+            && rng.chance(50)
+        {
+            pieces.swap(k + 1, k + 2);
+            k += 2;
+        } else {
+            k += 1;
+        }
+    }
+    let interleaved = pieces
+        .windows(2)
+        .any(|w| w[0].ends_mid_line && w[1].proc != w[0].proc);
+    RenderedLaunch {
+        chunks: pieces,
+        interleaved,
+    }
+}
+
+fn is_continuation(a: &Chunk, b: &Chunk) -> bool {
+    a.t == b.t && a.bytes.len() == STDIO_BUFFER_BYTES
+}
