@@ -1,1 +1,5 @@
+//! `harness`: did it fail, and why. Triage of vLLM logs ([`triage`], pure), the scenario
+//! catalog ([`catalog`]), and the `faultkit` command line.
 
+pub mod catalog;
+pub mod triage;

@@ -1,1 +1,7 @@
-fn main() {}
+//! `faultkit`: reproduce vLLM launch failures and diagnose them.
+
+mod cli;
+
+fn main() {
+    std::process::exit(cli::run());
+}

@@ -1,0 +1,58 @@
+//! The `faultkit` command line: argument parsing and dispatch. Exit codes come from
+//! `harness::triage::ExitCode`, defined once.
+
+mod simulate;
+mod triage;
+
+use clap::{Parser, Subcommand};
+use harness::triage::ExitCode;
+
+/// Reproduce vLLM launch failures and diagnose them.
+///
+/// Exit codes: 0 ready/stopped/ok, 1 crashed with a known root cause, 2 crashed with an unknown
+/// cause or hung, 3 starting/unknown/stale, 64 usage error, 66 input unreadable, 70 internal
+/// error, 75 resources held by processes faultkit did not start, 130 interrupted.
+#[derive(Parser, Debug)]
+#[command(name = "faultkit", version, about, long_about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    Simulate(simulate::Args),
+    Triage(triage::Args),
+}
+
+/// Parse arguments and run; returns the process exit code.
+pub fn run() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = match e.kind() {
+                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => 0,
+                _ => ExitCode::Usage.code(),
+            };
+            let _ = e.print();
+            return code;
+        }
+    };
+    let result = match cli.command {
+        Command::Simulate(a) => simulate::run(a),
+        Command::Triage(a) => triage::run(a),
+    };
+    match result {
+        Ok(code) => code.code(),
+        Err(e) => {
+            eprintln!("faultkit: {e:#}");
+            ExitCode::Internal.code()
+        }
+    }
+}
+
+/// Print an error and return its exit code.
+pub(crate) fn fail(code: ExitCode, msg: impl std::fmt::Display) -> anyhow::Result<ExitCode> {
+    eprintln!("faultkit: {msg}");
+    Ok(code)
+}

@@ -1,0 +1,620 @@
+//! The line grammar of vLLM logs: container prefixes, process prefixes, log headers, torch c10
+//! and glog headers, NCCL lines, uvicorn lines.
+//!
+//! Main function: [`parse_line`], which splits one physical line (bytes, without its LF) into a
+//! [`ParsedLine`]. It never fails: text it does not recognise is simply the body. It is written
+//! by hand (no regex) because it runs on every candidate line.
+
+use std::borrow::Cow;
+
+/// Log severity, normalised across vLLM, torch c10, glog, uvicorn and NCCL.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Level {
+    Debug,
+    Info,
+    Warning,
+    Error,
+    Critical,
+}
+
+/// Which grammar produced the header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HeaderKind {
+    /// `INFO 01-28 14:02:16 [model.py:541] ` or the old `INFO 01-28 14:02:16 model.py:541] `.
+    Vllm,
+    /// `[rank0]:[E1218 20:27:21.426415540 ProcessGroupNCCL.cpp:629] `.
+    C10,
+    /// `E1129 22:01:09.739000 763 torch/distributed/run.py:851] `.
+    Glog,
+    /// `INFO:     ` (uvicorn).
+    Uvicorn,
+    /// `host:pid:tid [dev] NCCL INFO ` / `NCCL WARN `.
+    Nccl,
+    /// Python's logging default format `2023-10-30 06:14:35,574\tWARNING worker.py:2037 -- `
+    /// (Ray) and similar foreign loggers.
+    Foreign,
+    None,
+}
+
+/// One line, split into its parts. Borrowed from the input where possible.
+#[derive(Clone, Debug)]
+pub struct ParsedLine<'a> {
+    /// Bytes of container/journald/timestamp prefixes before the log text.
+    pub container_prefix: usize,
+    /// The last `(NAME pid=N)` prefix's name, or `rankN`.
+    pub process: Option<Cow<'a, str>>,
+    pub pid: Option<u32>,
+    /// Number of process prefixes (`(A pid=1) (B pid=2) …` counts 2).
+    pub prefixes: usize,
+    pub level: Option<Level>,
+    pub header: HeaderKind,
+    /// `file.py:123` of a vLLM/glog/c10 header.
+    pub location: Option<Cow<'a, str>>,
+    /// The message text after all prefixes and headers; ANSI escapes removed, trailing CR and
+    /// spaces trimmed.
+    pub body: Cow<'a, str>,
+    /// `[repeated 7x across cluster]` (Ray's deduplication).
+    pub repeated: Option<u32>,
+    /// A process prefix or log header appears after the start of the text: two writers' bytes
+    /// share this line.
+    pub interleaved: bool,
+}
+
+impl ParsedLine<'_> {
+    /// The key under which a process's stream is assembled: process, pid and header location.
+    pub fn stream_key(&self) -> StreamKey {
+        StreamKey {
+            process: self.process.as_deref().map(str::to_string),
+            pid: self.pid,
+            location: self.location.as_deref().map(str::to_string),
+        }
+    }
+}
+
+/// Identity of one writer's stream (for assembling tracebacks that interleave).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct StreamKey {
+    pub process: Option<String>,
+    pub pid: Option<u32>,
+    pub location: Option<String>,
+}
+
+/// Strip ANSI escape sequences (CSI and OSC) when present.
+pub fn strip_ansi(s: &str) -> Cow<'_, str> {
+    if !s.contains('\x1b') && !s.contains('\u{9b}') {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\x1b' => match chars.peek() {
+                Some('[') => {
+                    chars.next();
+                    for c2 in chars.by_ref() {
+                        if ('\u{40}'..='\u{7e}').contains(&c2) {
+                            break;
+                        }
+                    }
+                }
+                Some(']') => {
+                    // OSC: until BEL or ESC \
+                    chars.next();
+                    while let Some(c2) = chars.next() {
+                        if c2 == '\x07' {
+                            break;
+                        }
+                        if c2 == '\x1b' {
+                            if chars.peek() == Some(&'\\') {
+                                chars.next();
+                            }
+                            break;
+                        }
+                    }
+                }
+                Some(_) => {
+                    chars.next();
+                }
+                None => {}
+            },
+            '\u{9b}' => {
+                for c2 in chars.by_ref() {
+                    if ('\u{40}'..='\u{7e}').contains(&c2) {
+                        break;
+                    }
+                }
+            }
+            _ => out.push(c),
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// Decode a line: invalid UTF-8 becomes U+FFFD, a lone CR (tqdm refresh) keeps only the text after
+/// the last CR that is not the line's final CR, ANSI escapes are removed, trailing CR/space trimmed.
+pub fn decode(bytes: &[u8]) -> Cow<'_, str> {
+    let mut b = bytes;
+    while let Some((&last, rest)) = b.split_last() {
+        if last == b'\r' || last == b' ' || last == 0 {
+            b = rest;
+        } else {
+            break;
+        }
+    }
+    // NUL bytes are damage, not text.
+    let s: Cow<'_, str> = if b.contains(&0) {
+        let cleaned: Vec<u8> = b.iter().copied().filter(|&c| c != 0).collect();
+        Cow::Owned(String::from_utf8_lossy(&cleaned).into_owned())
+    } else {
+        String::from_utf8_lossy(b)
+    };
+    match s {
+        Cow::Borrowed(x) => strip_ansi(x),
+        Cow::Owned(x) => Cow::Owned(strip_ansi(&x).into_owned()),
+    }
+}
+
+fn parse_u32(s: &str) -> Option<u32> {
+    if s.is_empty() || s.len() > 10 || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    s.parse().ok()
+}
+
+/// Length of a container/journald/timestamp prefix at the start of `s` (0 when none).
+fn container_prefix_len(s: &str) -> usize {
+    let b = s.as_bytes();
+    // RFC 3339 timestamp (docker logs -t, k8s): 2024-02-08T08:40:56.016480879Z
+    if b.len() > 21
+        && b[4] == b'-'
+        && b[7] == b'-'
+        && b[10] == b'T'
+        && b[13] == b':'
+        && b[..4].iter().all(u8::is_ascii_digit)
+    {
+        if let Some(sp) = s.find(' ') {
+            if sp < 40 && (s[..sp].ends_with('Z') || s[..sp].contains('+')) {
+                return sp + 1;
+            }
+        }
+    }
+    // [2023-10-30 14:14:35] (bracketed timestamp)
+    if b.len() > 22
+        && b[0] == b'['
+        && b[5] == b'-'
+        && b[20] == b']'
+        && b[1..5].iter().all(u8::is_ascii_digit)
+    {
+        return if b.get(21) == Some(&b' ') { 22 } else { 21 };
+    }
+    // docker compose: `vllm-1  | `
+    if let Some(bar) = s.find(" | ") {
+        let name = s[..bar].trim_end();
+        if bar < 64
+            && !name.is_empty()
+            && name
+                .bytes()
+                .all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_' || c == b'.')
+        {
+            return bar + 3;
+        }
+    }
+    // journald: `Nov 29 22:01:09 host unit[1234]: `
+    if b.len() > 16
+        && b[3] == b' '
+        && b[6] == b' '
+        && b[9] == b':'
+        && b[12] == b':'
+        && b[..3].iter().all(u8::is_ascii_alphabetic)
+    {
+        if let Some(colon) = s[16..].find("]: ") {
+            return 16 + colon + 3;
+        }
+    }
+    // kubectl logs --prefix: `[pod/name/container] `
+    if s.starts_with("[pod/") {
+        if let Some(end) = s.find("] ") {
+            return end + 2;
+        }
+    }
+    // A bare container name before a process prefix: `kserve-container (EngineCore_0 pid=58) `.
+    if let Some(sp) = s.find(' ') {
+        let name = &s[..sp];
+        let rest = &s[sp + 1..];
+        if sp > 0
+            && sp < 64
+            && name
+                .bytes()
+                .all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_' || c == b'.')
+            && name.contains('-')
+            && (rest.starts_with('(') && rest[..rest.find(')').unwrap_or(0)].contains(" pid=")
+                || rest.starts_with("[rank"))
+        {
+            return sp + 1;
+        }
+    }
+    0
+}
+
+/// `(NAME pid=N) ` or `(NAME pid=N, ip=A.B.C.D) ` at the start: (name, pid, length).
+fn process_prefix(s: &str) -> Option<(&str, u32, usize)> {
+    if !s.starts_with('(') {
+        return None;
+    }
+    let close = s[..s.len().min(160)].find(')')?;
+    let inner = &s[1..close];
+    let pos = inner.rfind(" pid=")?;
+    let name = &inner[..pos];
+    let rest = &inner[pos + 5..];
+    let pid_str = rest.split(',').next()?;
+    let pid = parse_u32(pid_str.trim())?;
+    if name.is_empty() || name.contains('(') {
+        return None;
+    }
+    let mut len = close + 1;
+    if s[len..].starts_with(' ') {
+        len += 1;
+    }
+    Some((name, pid, len))
+}
+
+fn level_word(w: &str) -> Option<Level> {
+    Some(match w {
+        "DEBUG" => Level::Debug,
+        "INFO" => Level::Info,
+        "WARNING" | "WARN" => Level::Warning,
+        "ERROR" => Level::Error,
+        "CRITICAL" | "FATAL" => Level::Critical,
+        _ => return None,
+    })
+}
+
+fn level_letter(c: u8) -> Option<Level> {
+    Some(match c {
+        b'I' => Level::Info,
+        b'W' => Level::Warning,
+        b'E' => Level::Error,
+        b'F' => Level::Critical,
+        b'D' => Level::Debug,
+        _ => return None,
+    })
+}
+
+/// `LEVEL MM-DD HH:MM:SS [file:line] ` / `LEVEL MM-DD HH:MM:SS file:line] `: (level, location, len).
+fn vllm_header(s: &str) -> Option<(Level, &str, usize)> {
+    let sp = s[..s.len().min(9)].find(' ')?;
+    let level = level_word(&s[..sp])?;
+    let rest = &s[sp + 1..];
+    let b = rest.as_bytes();
+    if b.len() < 16
+        || b[2] != b'-'
+        || b[5] != b' '
+        || b[8] != b':'
+        || b[11] != b':'
+        || b[14] != b' '
+    {
+        return None;
+    }
+    let after = &rest[15..];
+    let (loc_start, bracket) = if after.starts_with('[') {
+        (1, true)
+    } else {
+        (0, false)
+    };
+    let close = after[..after.len().min(200)].find(']')?;
+    let loc = &after[loc_start..close];
+    if !loc.contains(':') || loc.contains(' ') && !bracket {
+        return None;
+    }
+    let mut len = sp + 1 + 15 + close + 1;
+    if s[len..].starts_with(' ') {
+        len += 1;
+    }
+    Some((level, loc, len))
+}
+
+/// `E1129 22:01:09.739000 763 file.py:986] `: (level, pid, location, len).
+fn glog_header(s: &str) -> Option<(Level, Option<u32>, &str, usize)> {
+    let b = s.as_bytes();
+    if b.len() < 22 || !b[1..5].iter().all(u8::is_ascii_digit) || b[5] != b' ' || b[8] != b':' {
+        return None;
+    }
+    let level = level_letter(b[0])?;
+    let close = s[..s.len().min(260)].find("] ")?;
+    let head = &s[..close];
+    let mut parts = head.split_whitespace();
+    let _stamp1 = parts.next()?;
+    let _stamp2 = parts.next()?;
+    let pid = parts.next().and_then(parse_u32);
+    let loc = parts.next().unwrap_or("");
+    Some((level, pid, loc, close + 2))
+}
+
+/// `[rankN]:` then optionally a c10 header `[E1218 20:27:21.426415540 File.cpp:629] `.
+fn rank_prefix(s: &str) -> Option<(&str, usize)> {
+    let rest = s.strip_prefix("[rank")?;
+    let end = rest[..rest.len().min(8)].find("]:")?;
+    parse_u32(&rest[..end])?;
+    Some((&s[1..5 + end], 5 + end + 2))
+}
+
+fn c10_header(s: &str) -> Option<(Level, &str, usize)> {
+    let b = s.as_bytes();
+    if b.len() < 10 || b[0] != b'[' {
+        return None;
+    }
+    let level = level_letter(b[1])?;
+    if !b[2].is_ascii_digit() {
+        return None;
+    }
+    let close = s[..s.len().min(200)].find(']')?;
+    let head = &s[1..close];
+    let loc = head.rsplit(' ').next().unwrap_or("");
+    let mut len = close + 1;
+    if s[len..].starts_with(' ') {
+        len += 1;
+    }
+    Some((level, loc, len))
+}
+
+/// `host:pid:tid [dev] NCCL INFO …`
+fn nccl_line(s: &str) -> Option<(Option<u32>, Level, usize)> {
+    let pos = s[..s.len().min(200)].find(" NCCL ")?;
+    let head = &s[..pos];
+    let mut colon = head.split(':');
+    let _host = colon.next()?;
+    let pid = colon.next().and_then(parse_u32);
+    pid?;
+    let after = &s[pos + 6..];
+    let (level, len) = if after.starts_with("INFO") {
+        (Level::Info, 4)
+    } else if after.starts_with("WARN") {
+        (Level::Warning, 4)
+    } else if after.starts_with("ERROR") {
+        (Level::Error, 5)
+    } else {
+        return None;
+    };
+    let mut total = pos + 6 + len;
+    if s[total..].starts_with(' ') {
+        total += 1;
+    }
+    Some((pid, level, total))
+}
+
+/// Python logging's default-ish formats of other libraries (Ray):
+/// `2023-10-30 06:14:35,574\tWARNING worker.py:2037 -- `.
+fn foreign_header(s: &str) -> Option<(Level, usize)> {
+    let b = s.as_bytes();
+    if b.len() < 25 || b[4] != b'-' || b[7] != b'-' || b[10] != b' ' || b[19] != b',' {
+        return None;
+    }
+    let rest = &s[23..];
+    let rest_t = rest.trim_start_matches(['\t', ' ']);
+    let skipped = rest.len() - rest_t.len();
+    let sp = rest_t[..rest_t.len().min(10)].find(' ')?;
+    let level = level_word(&rest_t[..sp])?;
+    let after = &rest_t[sp + 1..];
+    let len = after.find(" -- ").map_or(sp + 1, |d| sp + 1 + d + 4);
+    Some((level, 23 + skipped + len))
+}
+
+/// Whether a log header or process prefix starts somewhere inside `body` (two writers' bytes
+/// in one line).
+fn has_inner_header(body: &str) -> bool {
+    let b = body.as_bytes();
+    let mut i = 1;
+    while let Some(p) = memchr::memchr(b'(', &b[i.min(b.len())..]) {
+        let at = i + p;
+        if let Some((_, _, _)) = process_prefix(&body[at..]) {
+            return true;
+        }
+        i = at + 1;
+        if i >= b.len() {
+            break;
+        }
+    }
+    for lvl in [" INFO ", " WARNING ", " ERROR ", " DEBUG "] {
+        let mut from = 0;
+        while let Some(p) = body[from..].find(lvl) {
+            let at = from + p + 1;
+            if let Some((_, loc, _)) = vllm_header(&body[at..]) {
+                if loc.ends_with(|c: char| c.is_ascii_digit()) {
+                    return true;
+                }
+            }
+            from = at;
+        }
+    }
+    false
+}
+
+/// Parse one physical line.
+pub fn parse_line(raw: &[u8]) -> ParsedLine<'_> {
+    let text = decode(raw);
+    match text {
+        Cow::Borrowed(t) => parse_str(t),
+        Cow::Owned(t) => {
+            let p = parse_str(&t);
+            // Re-own every borrowed part.
+            ParsedLine {
+                container_prefix: p.container_prefix,
+                process: p.process.map(|c| Cow::Owned(c.into_owned())),
+                pid: p.pid,
+                prefixes: p.prefixes,
+                level: p.level,
+                header: p.header,
+                location: p.location.map(|c| Cow::Owned(c.into_owned())),
+                body: Cow::Owned(p.body.into_owned()),
+                repeated: p.repeated,
+                interleaved: p.interleaved,
+            }
+        }
+    }
+}
+
+fn parse_str(t: &str) -> ParsedLine<'_> {
+    let mut rest = t;
+    let mut container = 0;
+    loop {
+        let n = container_prefix_len(rest);
+        if n == 0 || n >= rest.len() {
+            break;
+        }
+        container += n;
+        rest = &rest[n..];
+    }
+    let mut process: Option<&str> = None;
+    let mut pid = None;
+    let mut prefixes = 0;
+    while let Some((name, p, len)) = process_prefix(rest) {
+        process = Some(name);
+        pid = Some(p);
+        prefixes += 1;
+        rest = &rest[len..];
+    }
+    // `[repeated 7x across cluster]`
+    let mut repeated = None;
+    let mut body_end = rest.len();
+    if let Some(pos) = rest.rfind(" [repeated ") {
+        if rest.ends_with(" across cluster]") {
+            let inner = &rest[pos + 11..rest.len() - 16];
+            repeated = inner.strip_suffix('x').and_then(parse_u32);
+            if repeated.is_some() {
+                body_end = pos;
+            }
+        }
+    }
+    let rest = &rest[..body_end];
+    let mut out = ParsedLine {
+        container_prefix: container,
+        process: process.map(Cow::Borrowed),
+        pid,
+        prefixes,
+        level: None,
+        header: HeaderKind::None,
+        location: None,
+        body: Cow::Borrowed(rest),
+        repeated,
+        interleaved: false,
+    };
+    if let Some((rank, len)) = rank_prefix(rest) {
+        out.process = Some(Cow::Borrowed(rank));
+        let after = &rest[len..];
+        if let Some((level, loc, l2)) = c10_header(after) {
+            out.level = Some(level);
+            out.header = HeaderKind::C10;
+            out.location = Some(Cow::Borrowed(loc));
+            out.body = Cow::Borrowed(&after[l2..]);
+        } else {
+            out.body = Cow::Borrowed(after.strip_prefix(' ').unwrap_or(after));
+        }
+    } else if let Some((level, loc, len)) = vllm_header(rest) {
+        out.level = Some(level);
+        out.header = HeaderKind::Vllm;
+        out.location = Some(Cow::Borrowed(loc));
+        out.body = Cow::Borrowed(&rest[len..]);
+    } else if let Some((level, gpid, loc, len)) = glog_header(rest) {
+        out.level = Some(level);
+        out.header = HeaderKind::Glog;
+        out.location = Some(Cow::Borrowed(loc));
+        if out.pid.is_none() {
+            out.pid = gpid;
+        }
+        out.body = Cow::Borrowed(&rest[len..]);
+    } else if let Some(after) = rest.strip_prefix("INFO:     ") {
+        out.level = Some(Level::Info);
+        out.header = HeaderKind::Uvicorn;
+        out.body = Cow::Borrowed(after);
+    } else if let Some(after) = rest.strip_prefix("ERROR:    ") {
+        out.level = Some(Level::Error);
+        out.header = HeaderKind::Uvicorn;
+        out.body = Cow::Borrowed(after);
+    } else if let Some(after) = rest.strip_prefix("WARNING:  ") {
+        out.level = Some(Level::Warning);
+        out.header = HeaderKind::Uvicorn;
+        out.body = Cow::Borrowed(after);
+    } else if let Some((npid, level, len)) = nccl_line(rest) {
+        out.level = Some(level);
+        out.header = HeaderKind::Nccl;
+        if out.pid.is_none() {
+            out.pid = npid;
+        }
+        out.body = Cow::Borrowed(&rest[len..]);
+    } else if let Some((level, len)) = foreign_header(rest) {
+        out.level = Some(level);
+        out.header = HeaderKind::Foreign;
+        out.body = Cow::Borrowed(&rest[len..]);
+    }
+    if out.body.len() > 12 && has_inner_header(&out.body) {
+        out.interleaved = true;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vllm_line_with_prefix() {
+        let p = parse_line(b"(Worker_TP4 pid=208015) ERROR 01-28 14:09:44 [multiproc_executor.py:772] ValueError: x\r");
+        assert_eq!(p.process.as_deref(), Some("Worker_TP4"));
+        assert_eq!(p.pid, Some(208015));
+        assert_eq!(p.level, Some(Level::Error));
+        assert_eq!(p.location.as_deref(), Some("multiproc_executor.py:772"));
+        assert_eq!(p.body, "ValueError: x");
+    }
+
+    #[test]
+    fn coloured_prefix_and_stacked_prefixes() {
+        let p = parse_line(b"\x1b[1;36m(VllmWorker rank=3 pid=1090)\x1b[0;0m ERROR 06-05 06:18:13 [multiproc_executor.py:470] RuntimeError: CUDA error: out of memory");
+        assert_eq!(p.process.as_deref(), Some("VllmWorker rank=3"));
+        assert_eq!(p.body, "RuntimeError: CUDA error: out of memory");
+        let p = parse_line(b"(Worker_TP0 pid=43972) (Worker_TP1 pid=18128) (EngineCore pid=44992) ERROR 05-02 04:19:49 [core.py:1136] EngineCore failed to start.");
+        assert_eq!(p.process.as_deref(), Some("EngineCore"));
+        assert_eq!(p.prefixes, 3);
+        assert!(!p.interleaved);
+    }
+
+    #[test]
+    fn old_header_docker_and_rank() {
+        let p = parse_line(
+            b"vllm-1  | ERROR 11-18 18:07:28 engine.py:366] ValueError: No available memory",
+        );
+        assert_eq!(p.location.as_deref(), Some("engine.py:366"));
+        assert_eq!(p.body, "ValueError: No available memory");
+        let p =
+            parse_line(b"[rank0]:[W128 14:02:45.318233310 ProcessGroupNCCL.cpp:1524] Warning: x");
+        assert_eq!(p.process.as_deref(), Some("rank0"));
+        assert_eq!(p.header, HeaderKind::C10);
+        assert_eq!(p.body, "Warning: x");
+        let p = parse_line(b"[rank0]: RuntimeError: CUDA error: no kernel image");
+        assert_eq!(p.body, "RuntimeError: CUDA error: no kernel image");
+        let p = parse_line(b"E1129 22:01:22.066000 830 torch/distributed/elastic/multiprocessing/api.py:986] failed (exitcode: -9)");
+        assert_eq!(p.header, HeaderKind::Glog);
+        assert_eq!(p.pid, Some(830));
+        assert_eq!(p.body, "failed (exitcode: -9)");
+        let p = parse_line(b"2024-02-08T08:40:56.161618385Z Traceback (most recent call last):");
+        assert_eq!(p.body, "Traceback (most recent call last):");
+        let p = parse_line(b"kserve-container (EngineCore_0 pid=58) RuntimeError: Error building extension 'sampling':");
+        assert_eq!(p.process.as_deref(), Some("EngineCore_0"));
+        let p = parse_line(b"(RayWorkerWrapper pid=392789, ip=10.0.0.2) ERROR 03-13 16:32:15 worker_base.py:574] x [repeated 7x across cluster]");
+        assert_eq!(p.process.as_deref(), Some("RayWorkerWrapper"));
+        assert_eq!(p.repeated, Some(7));
+        assert_eq!(p.body, "x");
+    }
+
+    #[test]
+    fn nccl_and_uvicorn_and_interleaving() {
+        let p = parse_line(b"h200-1:830:870 [0] NCCL INFO Bootstrap: Using eth0:10.0.0.1<0>");
+        assert_eq!(p.header, HeaderKind::Nccl);
+        assert_eq!(p.pid, Some(830));
+        let p = parse_line(b"(APIServer pid=1) INFO:     Started server process [1]");
+        assert_eq!(p.header, HeaderKind::Uvicorn);
+        let p = parse_line(b"(Worker_TP1 pid=2) ERROR 01-28 14:02:44 [m.py:772]     self.x(Worker_TP3 pid=5) ERROR 01-28 14:02:44 [m.py:772] y");
+        assert!(p.interleaved);
+        let p = parse_line(b"\xff\xfe garbage \x00\x00 text");
+        assert!(p.body.contains('\u{fffd}'));
+    }
+}

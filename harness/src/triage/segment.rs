@@ -1,0 +1,263 @@
+//! Launches: where one start of the server begins in a file that several starts wrote.
+//!
+//! A launch begins at the API server's banner (the logo or `vLLM API server version`), at its
+//! `non-default args` / `args:` line when the banner is missing, at an argparse `usage:` block,
+//! or at an engine's `Initializing … engine` line with no API server before it. Main functions:
+//! [`boundaries`] over a byte range and [`last_boundary`], which searches backwards from the end
+//! so the newest launch of a huge file costs what the launch costs.
+
+use std::sync::OnceLock;
+
+use aho_corasick::AhoCorasick;
+
+use super::grammar::parse_line;
+
+const NEEDLES: &[&str] = &[
+    "vLLM API server version ",
+    "vLLM server version ",
+    "non-default args: ",
+    "] args: ",
+    "usage: ",
+    "version ",
+    "Initializing a V1 LLM engine",
+    "Initializing an LLM engine",
+];
+
+/// Backwards search reads the file in blocks of this size.
+const BACKWARD_BLOCK_BYTES: usize = 4 << 20;
+/// A banner line and the `non-default args` line of one launch are this close.
+const BANNER_SPAN_LINES: usize = 12;
+
+fn automaton() -> &'static AhoCorasick {
+    static AC: OnceLock<AhoCorasick> = OnceLock::new();
+    AC.get_or_init(|| AhoCorasick::new(NEEDLES).expect("needles build"))
+}
+
+/// What marks a launch start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Mark {
+    /// Logo / version banner of the API server.
+    Banner,
+    /// `non-default args:` / `args:` (the banner may be missing).
+    Args,
+    /// argparse usage block.
+    Usage,
+    /// An engine started with no API server in front of it.
+    Engine,
+}
+
+/// One launch start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Boundary {
+    /// Byte offset of the first line of the launch.
+    pub offset: usize,
+    pub mark: Mark,
+    pub pid: Option<u32>,
+}
+
+fn line_start(b: &[u8], pos: usize) -> usize {
+    memchr::memrchr(b'\n', &b[..pos]).map_or(0, |p| p + 1)
+}
+
+fn line_end(b: &[u8], pos: usize) -> usize {
+    memchr::memchr(b'\n', &b[pos..]).map_or(b.len(), |p| pos + p)
+}
+
+/// Classify the line at `start..end` as a launch mark.
+fn mark_of(line: &[u8]) -> Option<(Mark, Option<u32>)> {
+    let p = parse_line(line);
+    let body = p.body.as_ref();
+    if body.starts_with("vLLM API server version ") || body.starts_with("vLLM server version ") {
+        return Some((Mark::Banner, p.pid));
+    }
+    if body.contains("█") && body.contains("  version ") {
+        return Some((Mark::Banner, p.pid));
+    }
+    if body.starts_with("non-default args: ")
+        || (body.starts_with("args: ") && p.location.is_some())
+    {
+        return Some((Mark::Args, p.pid));
+    }
+    if body.starts_with("usage: ")
+        && p.level.is_none()
+        && (body.contains("vllm") || body.contains("api_server"))
+    {
+        return Some((Mark::Usage, p.pid));
+    }
+    if body.starts_with("Initializing a V1 LLM engine")
+        || body.starts_with("Initializing an LLM engine")
+    {
+        return Some((Mark::Engine, p.pid));
+    }
+    None
+}
+
+/// The first line of a launch whose banner is at `start`: the logo begins two lines earlier
+/// (a header-only line and the first logo row).
+fn banner_start(b: &[u8], start: usize, pid: Option<u32>) -> usize {
+    let mut s = start;
+    for _ in 0..2 {
+        if s == 0 {
+            break;
+        }
+        let prev = line_start(b, s - 1);
+        let p = parse_line(&b[prev..s - 1]);
+        let logo_row = p.body.is_empty() || p.body.contains('█');
+        if p.pid == pid
+            && p.location
+                .as_deref()
+                .is_some_and(|l| l.starts_with("utils.py"))
+            && logo_row
+        {
+            s = prev;
+        } else {
+            break;
+        }
+    }
+    s
+}
+
+/// All launch starts in `b`, in file order.
+pub fn boundaries(b: &[u8]) -> Vec<Boundary> {
+    let mut raw: Vec<(usize, usize, Mark, Option<u32>)> = Vec::new();
+    let mut last_line_start = usize::MAX;
+    for m in automaton().find_iter(b) {
+        let ls = line_start(b, m.start());
+        if ls == last_line_start {
+            continue;
+        }
+        last_line_start = ls;
+        let le = line_end(b, m.start());
+        if let Some((mark, pid)) = mark_of(&b[ls..le]) {
+            raw.push((ls, le, mark, pid));
+        }
+    }
+    merge(b, raw)
+}
+
+/// Collapse the marks of one launch (banner, then args a few lines later; the engine line of a
+/// launch that has an API server) into one boundary.
+fn merge(b: &[u8], raw: Vec<(usize, usize, Mark, Option<u32>)>) -> Vec<Boundary> {
+    let mut out: Vec<Boundary> = Vec::new();
+    let mut last: Option<(usize, Mark, Option<u32>)> = None; // (line end offset, mark, pid)
+    for (ls, le, mark, pid) in raw {
+        if let Some((prev_end, prev_mark, prev_pid)) = last {
+            let between = &b[prev_end.min(ls)..ls];
+            let lines_between = bytecount::count(between, b'\n');
+            let same_launch = match (prev_mark, mark) {
+                // Banner then args of the same API server.
+                (Mark::Banner, Mark::Args) => prev_pid == pid && lines_between <= BANNER_SPAN_LINES,
+                // The logo's rows are one record.
+                (Mark::Banner, Mark::Banner) => prev_pid == pid && lines_between <= 3,
+                // The engine of a launch that has an API server.
+                (Mark::Banner | Mark::Args, Mark::Engine) => true,
+                (Mark::Engine, Mark::Engine) => false,
+                _ => false,
+            };
+            if same_launch {
+                if mark != Mark::Engine {
+                    last = Some((le, mark.min(prev_mark), prev_pid));
+                }
+                continue;
+            }
+        }
+        let offset = if mark == Mark::Banner {
+            banner_start(b, ls, pid)
+        } else {
+            ls
+        };
+        out.push(Boundary { offset, mark, pid });
+        last = Some((le, mark, pid));
+    }
+    out
+}
+
+/// The last launch start in `b`, searching backwards block by block.
+pub fn last_boundary(b: &[u8]) -> Option<Boundary> {
+    let mut end = b.len();
+    while end > 0 {
+        let start = end.saturating_sub(BACKWARD_BLOCK_BYTES);
+        let start = if start == 0 { 0 } else { line_start(b, start) };
+        // Include a little before the block so a banner + args pair is not split.
+        let ctx = if start == 0 {
+            0
+        } else {
+            let mut s = start;
+            for _ in 0..BANNER_SPAN_LINES {
+                if s == 0 {
+                    break;
+                }
+                s = line_start(b, s - 1);
+            }
+            s
+        };
+        let found = boundaries(&b[ctx..end]);
+        if let Some(last) = found.last() {
+            let mut bd = *last;
+            bd.offset += ctx;
+            return Some(bd);
+        }
+        if start == 0 {
+            break;
+        }
+        end = start;
+    }
+    None
+}
+
+/// The launch that contains the first line carrying `pid` (as `pid=N`, `[N]`, `pid N`).
+pub fn pid_offset(b: &[u8], pid: u32) -> Option<usize> {
+    let needles = [
+        format!("pid={pid})"),
+        format!("pid={pid},"),
+        format!("process [{pid}]"),
+        format!(" {pid} "),
+        format!(":{pid}:"),
+    ];
+    let ac = AhoCorasick::new(&needles).ok()?;
+    for m in ac.find_iter(b) {
+        let ls = line_start(b, m.start());
+        let le = line_end(b, m.start());
+        let p = parse_line(&b[ls..le]);
+        if p.pid == Some(pid) {
+            return Some(ls);
+        }
+        if m.pattern().as_usize() == 2 {
+            return Some(ls);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn banner_and_args_are_one_launch() {
+        let log = "\
+(APIServer pid=1) INFO 01-28 14:02:07 [utils.py:325] \r
+(APIServer pid=1) INFO 01-28 14:02:07 [utils.py:325]        █     █     █▄   ▄█\r
+(APIServer pid=1) INFO 01-28 14:02:07 [utils.py:325]  ▄▄ ▄█ █     █     █ ▀▄▀ █  version 0.15.1\r
+(APIServer pid=1) INFO 01-28 14:02:07 [utils.py:325]   █▄█▀ █     █     █     █  model   m\r
+(APIServer pid=1) INFO 01-28 14:02:07 [utils.py:325] 
+(APIServer pid=1) INFO 01-28 14:02:07 [utils.py:261] non-default args: {'model_tag': 'm'}
+(EngineCore_DP0 pid=2) INFO 01-28 14:02:26 [core.py:96] Initializing a V1 LLM engine (v0.15.1) with config: x
+INFO 01-28 14:03:00 [x.py:1] other
+(APIServer pid=9) INFO 01-28 15:02:07 [api_server.py:1839] vLLM API server version 0.11.0
+(APIServer pid=9) INFO 01-28 15:02:07 [utils.py:233] non-default args: {'model_tag': 'm'}
+";
+        let b = boundaries(log.as_bytes());
+        assert_eq!(b.len(), 2, "{b:?}");
+        assert_eq!(b[0].offset, 0);
+        assert_eq!(b[0].mark, Mark::Banner);
+        assert_eq!(b[1].pid, Some(9));
+        let last = last_boundary(log.as_bytes()).unwrap();
+        assert_eq!(last, b[1]);
+        assert_eq!(
+            pid_offset(log.as_bytes(), 2),
+            Some(log.find("(EngineCore_DP0").unwrap())
+        );
+        assert_eq!(pid_offset(log.as_bytes(), 77), None);
+    }
+}

@@ -1,0 +1,337 @@
+//! Assembling records per writer: Python tracebacks (also when several processes' tracebacks
+//! interleave line by line), their exception chains, the log message that introduced them, and
+//! single error lines.
+//!
+//! Main type: [`Assembler`], fed with parsed lines in file order; it keeps one open record per
+//! stream ([`StreamKey`]: process, pid and log-call site) and yields closed [`Record`]s.
+
+use std::collections::BTreeMap;
+
+use super::grammar::{HeaderKind, Level, ParsedLine, StreamKey};
+
+/// What a line is inside a record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LineRole {
+    /// A log message before the traceback (`WorkerProc failed to start.`), or a single error line.
+    Head,
+    /// `Traceback (most recent call last):`
+    TracebackStart,
+    /// `  File "…", line N, in f`
+    Frame,
+    /// The source line (and caret lines) under a frame.
+    Source,
+    /// `Type: message` ending a traceback.
+    Exception,
+    /// Lines that continue the exception message.
+    Continuation,
+    /// `During handling…` / `The above exception was the direct cause…`
+    Chain,
+}
+
+/// One line of a record, with what is needed to quote it.
+#[derive(Clone, Debug)]
+pub struct RecLine {
+    pub no: u64,
+    pub offset: usize,
+    pub role: LineRole,
+    /// The body (after prefixes and headers).
+    pub body: String,
+    /// The whole physical line as `text` is defined (ANSI removed, trailing CR/space trimmed).
+    pub text: String,
+    pub level: Option<Level>,
+}
+
+/// A record: a traceback with its head, or a single line.
+#[derive(Clone, Debug)]
+pub struct Record {
+    pub stream: StreamKey,
+    pub process: Option<String>,
+    pub pid: Option<u32>,
+    pub lines: Vec<RecLine>,
+    pub traceback: bool,
+    pub header: HeaderKind,
+    pub location: Option<String>,
+}
+
+impl Record {
+    pub fn first_line(&self) -> u64 {
+        self.lines.first().map_or(0, |l| l.no)
+    }
+
+    /// The final exception line, if the record has one.
+    pub fn exception(&self) -> Option<&RecLine> {
+        self.lines
+            .iter()
+            .rev()
+            .find(|l| l.role == LineRole::Exception)
+    }
+
+    pub fn level(&self) -> Option<Level> {
+        self.lines.iter().filter_map(|l| l.level).max()
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    /// Message lines of a logged record (before `Traceback`), or a single error line.
+    Head,
+    /// Inside frames.
+    Frames,
+    /// After the exception line: continuation, or a chain.
+    AfterException,
+    /// After a chain marker, expecting `Traceback`.
+    Chained,
+}
+
+#[derive(Debug)]
+struct Open {
+    rec: Record,
+    state: State,
+    /// Lines since the exception (bounds continuation).
+    after_exc: u32,
+    last_no: u64,
+}
+
+/// Continuation lines of an exception message beyond this are not taken as part of it.
+const CONTINUATION_LINES_MAX: u32 = 24;
+/// An open record with no line for this many lines of the file is closed.
+const STREAM_IDLE_LINES: u64 = 2_000;
+
+/// Builds records from lines in file order.
+#[derive(Debug, Default)]
+pub struct Assembler {
+    open: BTreeMap<StreamKey, Open>,
+    done: Vec<Record>,
+}
+
+fn is_exception_like(body: &str) -> bool {
+    // `ValueError: …`, `torch.OutOfMemoryError: …`, `KeyboardInterrupt`, `Exception: …`
+    let head = body.split(':').next().unwrap_or("");
+    !head.is_empty()
+        && head.len() < 120
+        && !head.starts_with(' ')
+        && head
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '_')
+        && head.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+        && (head.ends_with("Error")
+            || head.ends_with("Exception")
+            || head.ends_with("Interrupt")
+            || head.ends_with("Exit")
+            || head.ends_with("Warning")
+            || body.contains(": "))
+}
+
+fn is_chain_marker(body: &str) -> bool {
+    body.starts_with("During handling of the above exception")
+        || body.starts_with("The above exception was the direct cause")
+}
+
+fn is_traceback_start(body: &str) -> bool {
+    body == "Traceback (most recent call last):"
+        || body.ends_with("Traceback (most recent call last):")
+}
+
+fn is_frame(body: &str) -> bool {
+    body.starts_with("  File \"") || body.starts_with("File \"")
+}
+
+fn is_source(body: &str) -> bool {
+    body.starts_with("    ")
+        || body.starts_with("...<")
+        || (!body.is_empty()
+            && body
+                .trim_start()
+                .chars()
+                .all(|c| c == '^' || c == '~' || c == ' '))
+}
+
+impl Assembler {
+    pub fn new() -> Assembler {
+        Assembler::default()
+    }
+
+    fn close(&mut self, key: &StreamKey) {
+        if let Some(o) = self.open.remove(key) {
+            self.done.push(o.rec);
+        }
+    }
+
+    fn start(&mut self, p: &ParsedLine<'_>, key: StreamKey, line: RecLine, state: State) {
+        self.close(&key);
+        let traceback = state != State::Head;
+        let last_no = line.no;
+        self.open.insert(
+            key.clone(),
+            Open {
+                rec: Record {
+                    stream: key,
+                    process: p.process.as_deref().map(str::to_string),
+                    pid: p.pid,
+                    lines: vec![line],
+                    traceback,
+                    header: p.header,
+                    location: p.location.as_deref().map(str::to_string),
+                },
+                state,
+                after_exc: 0,
+                last_no,
+            },
+        );
+    }
+
+    /// Feed one line. `is_candidate` says whether a rule or an error level makes a single line
+    /// worth a record of its own.
+    pub fn push(
+        &mut self,
+        no: u64,
+        offset: usize,
+        text: String,
+        p: &ParsedLine<'_>,
+        is_candidate: bool,
+    ) {
+        let key = p.stream_key();
+        let body = p.body.as_ref();
+        let mk = |role: LineRole| RecLine {
+            no,
+            offset,
+            role,
+            body: body.to_string(),
+            text: text.clone(),
+            level: p.level,
+        };
+        // Close records idle for long (a stream that stopped mid-traceback).
+        if no % 512 == 0 {
+            let stale: Vec<StreamKey> = self
+                .open
+                .iter()
+                .filter(|(_, o)| no.saturating_sub(o.last_no) > STREAM_IDLE_LINES)
+                .map(|(k, _)| k.clone())
+                .collect();
+            for k in stale {
+                self.close(&k);
+            }
+        }
+        let state = self.open.get(&key).map(|o| o.state);
+        match state {
+            Some(State::Head) => {
+                if is_traceback_start(body) {
+                    let o = self.open.get_mut(&key).expect("open");
+                    o.rec.lines.push(mk(LineRole::TracebackStart));
+                    o.rec.traceback = true;
+                    o.state = State::Frames;
+                    o.last_no = no;
+                    return;
+                }
+                // More lines of the same logged message (same header and site), e.g. NCCL's
+                // multi-line error text.
+                let o = self.open.get_mut(&key).expect("open");
+                let same_record =
+                    p.location.is_some() && p.level == o.rec.lines[0].level && no == o.last_no + 1;
+                if same_record && o.rec.lines.len() < 40 {
+                    o.rec.lines.push(mk(LineRole::Head));
+                    o.last_no = no;
+                    return;
+                }
+                self.close(&key);
+            }
+            Some(State::Frames) => {
+                let o = self.open.get_mut(&key).expect("open");
+                o.last_no = no;
+                if is_frame(body) {
+                    o.rec.lines.push(mk(LineRole::Frame));
+                    return;
+                }
+                if is_source(body) {
+                    o.rec.lines.push(mk(LineRole::Source));
+                    return;
+                }
+                if body.is_empty() {
+                    return;
+                }
+                if is_traceback_start(body) {
+                    // A new traceback on the same stream without an exception line: the first
+                    // was cut (an elided excerpt, or a killed writer).
+                    self.close(&key);
+                    self.start(p, key, mk(LineRole::TracebackStart), State::Frames);
+                    return;
+                }
+                o.rec.lines.push(mk(LineRole::Exception));
+                o.state = State::AfterException;
+                o.after_exc = 0;
+                return;
+            }
+            Some(State::AfterException) => {
+                let o = self.open.get_mut(&key).expect("open");
+                if is_chain_marker(body) {
+                    o.rec.lines.push(mk(LineRole::Chain));
+                    o.state = State::Chained;
+                    o.last_no = no;
+                    return;
+                }
+                let leveled_mismatch = p.level.is_some() != o.rec.lines[0].level.is_some();
+                if !leveled_mismatch
+                    && !is_traceback_start(body)
+                    && o.after_exc < CONTINUATION_LINES_MAX
+                    && !(p.header == HeaderKind::Uvicorn)
+                    && (body.is_empty()
+                        || !is_exception_like(body)
+                        || body.starts_with(' ')
+                        || o.rec.header == HeaderKind::Vllm)
+                    && (o.rec.header != HeaderKind::Vllm
+                        || p.location.as_deref() == o.rec.location.as_deref())
+                {
+                    o.rec.lines.push(mk(LineRole::Continuation));
+                    o.after_exc += 1;
+                    o.last_no = no;
+                    return;
+                }
+                self.close(&key);
+            }
+            Some(State::Chained) => {
+                let o = self.open.get_mut(&key).expect("open");
+                o.last_no = no;
+                if is_traceback_start(body) {
+                    o.rec.lines.push(mk(LineRole::TracebackStart));
+                    o.state = State::Frames;
+                    return;
+                }
+                if body.is_empty() {
+                    return;
+                }
+                self.close(&key);
+            }
+            None => {}
+        }
+        // No open record on this stream.
+        if is_traceback_start(body) {
+            let role = LineRole::TracebackStart;
+            self.start(p, key, mk(role), State::Frames);
+            return;
+        }
+        if is_frame(body) {
+            // An excerpt that begins mid-traceback.
+            self.start(p, key, mk(LineRole::Frame), State::Frames);
+            return;
+        }
+        if body.starts_with("Process ") && body.ends_with(':') && body.len() < 80 {
+            self.start(p, key, mk(LineRole::Head), State::Head);
+            return;
+        }
+        let error_level = matches!(p.level, Some(Level::Error) | Some(Level::Critical));
+        if error_level || is_candidate {
+            self.start(p, key, mk(LineRole::Head), State::Head);
+        }
+    }
+
+    /// Close everything and return the records in order of their first line.
+    pub fn finish(mut self) -> Vec<Record> {
+        let keys: Vec<StreamKey> = self.open.keys().cloned().collect();
+        for k in keys {
+            self.close(&k);
+        }
+        let mut done = self.done;
+        done.sort_by_key(|r| r.first_line());
+        done
+    }
+}
