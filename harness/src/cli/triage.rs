@@ -29,6 +29,9 @@ pub struct Args {
     /// More signature rules (TOML, same format as the built-in rules).
     #[arg(long)]
     rules: Option<PathBuf>,
+    /// Explain the choice: list every candidate error and how it was classified.
+    #[arg(long)]
+    explain: bool,
     /// Colour: auto (only on a terminal without NO_COLOR), always, never.
     #[arg(long, default_value = "auto", value_parser = ["auto", "always", "never"])]
     color: String,
@@ -139,6 +142,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         pid: a.pid,
         rules,
         tail: input.tail,
+        explain: a.explain,
     };
     let mut out = triage::triage(&input.bytes, &opts);
     match &mut out {

@@ -154,6 +154,12 @@ fn layer_of(rec: &Record) -> u8 {
     }
     for l in &rec.lines {
         if l.role == LineRole::Frame
+            && (l.body.contains("torch/distributed/elastic")
+                || l.body.contains("torch/distributed/run.py"))
+        {
+            return 1;
+        }
+        if l.role == LineRole::Frame
             && (l.body.contains("entrypoints") || l.body.contains("/bin/vllm"))
         {
             return 2;
@@ -162,10 +168,13 @@ fn layer_of(rec: &Record) -> u8 {
     0
 }
 
+/// The fold key of a message: digits as `#`, CPython's `Did you mean` hint dropped, bounded.
 fn normalize(s: &str) -> String {
     static RE: OnceLock<Regex> = OnceLock::new();
     let re = RE.get_or_init(|| Regex::new(r"\d+").expect("valid"));
-    re.replace_all(s, "#").into_owned()
+    let s = s.split(". Did you mean:").next().unwrap_or(s);
+    let n = re.replace_all(s, "#");
+    n.chars().take(160).collect()
 }
 
 fn classify(rec: &Record, rules: &RuleSet) -> Option<(Class, Option<usize>, usize)> {
@@ -223,21 +232,21 @@ fn classify(rec: &Record, rules: &RuleSet) -> Option<(Class, Option<usize>, usiz
                     // Same rule: prefer a line matching `prefer`, then exception/head lines,
                     // then the deepest source line.
                     if bri == ri {
+                        // `prefer` first; then the last exception line (the end of a chain);
+                        // then head lines; then continuation; then the deepest source line.
                         let rank = |li: usize| {
                             let line = &rec.lines[li];
                             let pref = r.prefer.as_ref().is_some_and(|p| p.is_match(&line.body));
                             match (pref, line.role) {
                                 (true, _) => 0,
-                                (
-                                    false,
-                                    LineRole::Exception | LineRole::Head | LineRole::TracebackStart,
-                                ) => 1,
-                                (false, LineRole::Continuation) => 2,
-                                _ => 3,
+                                (false, LineRole::Exception) => 1,
+                                (false, LineRole::Head | LineRole::TracebackStart) => 2,
+                                (false, LineRole::Continuation) => 3,
+                                _ => 4,
                             }
                         };
                         let (a, b) = (rank(i), rank(bli));
-                        a < b || (a == b && a == 3)
+                        a < b || (a == b && (a == 4 || a == 1))
                     } else {
                         false
                     }
@@ -260,9 +269,12 @@ fn classify(rec: &Record, rules: &RuleSet) -> Option<(Class, Option<usize>, usiz
         .iter()
         .rposition(|l| l.role == LineRole::Exception)
     {
-        let has_chain_end = true;
-        let _ = has_chain_end;
-        return Some((Class::Cause, None, i));
+        // Text after frames that is not `Type: message` (a faulthandler dump, a prompt) is not
+        // an exception.
+        if is_exception_like(&rec.lines[i].body) {
+            return Some((Class::Cause, None, i));
+        }
+        return Some((Class::UnknownError, None, i));
     }
     if rec.traceback {
         let i = rec
@@ -283,6 +295,7 @@ pub fn analyze_launch(
     b: &[u8],
     region: &Region,
     rules: &RuleSet,
+    explain: bool,
     diagnostics: &mut Vec<String>,
 ) -> Analysis {
     let own_ac;
@@ -306,6 +319,7 @@ pub fn analyze_launch(
     let mut foreign_lines = 0u64;
     let mut api_pid: Option<u32> = region.launch_pid;
     let mut after_nul = false;
+    let mut content_before_nul = false;
     let mut seen_pids_before_nul: Vec<u32> = Vec::new();
     let mut explicit_kv: Option<bool> = None;
     for line in lines.by_ref() {
@@ -315,6 +329,9 @@ pub fn analyze_launch(
         let p = parse_line(line.bytes);
         if p.body.is_empty() && p.process.is_none() {
             continue;
+        }
+        if !after_nul {
+            content_before_nul = true;
         }
         started = true;
         if let Some(pid) = p.pid {
@@ -332,7 +349,7 @@ pub fn analyze_launch(
                 || (after_nul
                     && !seen_pids_before_nul.contains(&pid)
                     && !pids.contains(&pid)
-                    && !pids.is_empty());
+                    && content_before_nul);
             if foreign {
                 if !foreign_pids.contains(&pid) {
                     foreign_pids.push(pid);
@@ -423,6 +440,22 @@ pub fn analyze_launch(
         (c.class, c.layer, line)
     });
 
+    if explain {
+        for &i in &order {
+            let c = &cands[i];
+            let r = &records[c.record];
+            diagnostics.push(format!(
+                "candidate {:?} layer {} id {} line {} ({} lines, {}): {}",
+                c.class,
+                c.layer,
+                c.id,
+                r.lines[c.quote].no,
+                r.lines.len(),
+                r.process.as_deref().unwrap_or("-"),
+                r.lines[c.quote].body.chars().take(120).collect::<String>()
+            ));
+        }
+    }
     let mut v = Verdict::empty();
     v.schema = VERDICT_SCHEMA;
     v.vllm_version = version;

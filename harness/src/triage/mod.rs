@@ -56,6 +56,8 @@ pub struct Options<'a> {
     pub rules: &'a RuleSet,
     /// Set when the bytes are only the end of the file.
     pub tail: Option<Tail>,
+    /// List every candidate record and its classification in the diagnostics.
+    pub explain: bool,
 }
 
 impl Default for Options<'static> {
@@ -65,6 +67,7 @@ impl Default for Options<'static> {
             pid: None,
             rules: RuleSet::builtin(),
             tail: None,
+            explain: false,
         }
     }
 }
@@ -210,7 +213,7 @@ pub fn triage(b: &[u8], opts: &Options<'_>) -> Output {
             launch_pid: l.pid,
         };
         let mut d = Vec::new();
-        let a = analyze_launch(b, &region, opts.rules, &mut d);
+        let a = analyze_launch(b, &region, opts.rules, opts.explain, &mut d);
         infos.push(LaunchInfo {
             index: i,
             first_line: line_base,

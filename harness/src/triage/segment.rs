@@ -19,8 +19,7 @@ const NEEDLES: &[&str] = &[
     "] args: ",
     "usage: ",
     "version ",
-    "Initializing a V1 LLM engine",
-    "Initializing an LLM engine",
+    "Initializing a",
 ];
 
 /// Backwards search reads the file in blocks of this size.
@@ -61,6 +60,11 @@ fn line_start(b: &[u8], pos: usize) -> usize {
 
 fn line_end(b: &[u8], pos: usize) -> usize {
     memchr::memchr(b'\n', &b[pos..]).map_or(b.len(), |p| pos + p)
+}
+
+/// `Initializing a V1 LLM engine (v…)`, `Initializing a V0 LLM engine`, `Initializing an LLM engine`.
+pub fn is_engine_init(body: &str) -> bool {
+    body.starts_with("Initializing a") && body[..body.len().min(40)].contains("LLM engine")
 }
 
 /// Classify the line at `start..end` as a launch mark.
@@ -141,6 +145,13 @@ fn merge(b: &[u8], raw: Vec<(usize, usize, Mark, Option<u32>)>) -> Vec<Boundary>
     let mut out: Vec<Boundary> = Vec::new();
     let mut last: Option<(usize, Mark, Option<u32>)> = None; // (line end offset, mark, pid)
     for (ls, le, mark, pid) in raw {
+        // Text after a hole of NUL bytes comes from a writer that was already writing before
+        // the file was truncated: an older launch, never the start of a new one.
+        if let Some((prev_end, _, _)) = last {
+            if memchr::memchr(0, &b[prev_end.min(ls)..ls]).is_some() {
+                continue;
+            }
+        }
         if let Some((prev_end, prev_mark, prev_pid)) = last {
             let between = &b[prev_end.min(ls)..ls];
             let lines_between = bytecount::count(between, b'\n');

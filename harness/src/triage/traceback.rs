@@ -223,6 +223,15 @@ impl Assembler {
                     o.last_no = no;
                     return;
                 }
+                // An excerpt that starts inside a logged traceback: its frames follow.
+                if is_frame(body) {
+                    let o = self.open.get_mut(&key).expect("open");
+                    o.rec.lines.push(mk(LineRole::Frame));
+                    o.rec.traceback = true;
+                    o.state = State::Frames;
+                    o.last_no = no;
+                    return;
+                }
                 // More lines of the same logged message (same header and site), e.g. NCCL's
                 // multi-line error text.
                 let o = self.open.get_mut(&key).expect("open");
@@ -263,6 +272,7 @@ impl Assembler {
             }
             Some(State::AfterException) => {
                 let o = self.open.get_mut(&key).expect("open");
+                let process_header = body.starts_with("Process ") && body.ends_with(':');
                 if is_chain_marker(body) {
                     o.rec.lines.push(mk(LineRole::Chain));
                     o.state = State::Chained;
@@ -271,6 +281,7 @@ impl Assembler {
                 }
                 let leveled_mismatch = p.level.is_some() != o.rec.lines[0].level.is_some();
                 if !leveled_mismatch
+                    && !process_header
                     && !is_traceback_start(body)
                     && o.after_exc < CONTINUATION_LINES_MAX
                     && !(p.header == HeaderKind::Uvicorn)
@@ -315,7 +326,14 @@ impl Assembler {
             return;
         }
         if body.starts_with("Process ") && body.ends_with(':') && body.len() < 80 {
-            self.start(p, key, mk(LineRole::Head), State::Head);
+            // CPython's `Process NAME:` before a child's uncaught traceback names the process.
+            let name = body["Process ".len()..body.len() - 1].to_string();
+            self.start(p, key.clone(), mk(LineRole::Head), State::Head);
+            if let Some(o) = self.open.get_mut(&key) {
+                if o.rec.process.is_none() {
+                    o.rec.process = Some(name);
+                }
+            }
             return;
         }
         let error_level = matches!(p.level, Some(Level::Error) | Some(Level::Critical));

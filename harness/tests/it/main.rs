@@ -1,0 +1,3 @@
+//! The harness's integration tests, one binary (matklad: "Delete Cargo Integration Tests").
+
+mod corpus;
