@@ -2,4 +2,5 @@
 //! catalog ([`catalog`]), and the `faultkit` command line.
 
 pub mod catalog;
+pub mod runner;
 pub mod triage;

@@ -42,7 +42,11 @@ pub enum Failure {
         requested_gib: f64,
     },
     Nccl(NcclFault),
-    ShmInsufficient,
+    /// /dev/shm too small; `visible` when NCCL_DEBUG makes NCCL say so (otherwise the log shows
+    /// only a generic NCCL system error).
+    ShmInsufficient {
+        visible: bool,
+    },
     /// No attention backend; `kv_caused` when the same model would start with a 16-bit KV cache.
     Selector {
         selection: Selection,
@@ -100,7 +104,8 @@ impl Failure {
             Failure::NoKernelImage => "no_kernel_image",
             Failure::FreeMemory { .. } => "gpu_memory_already_in_use",
             Failure::Nccl(_) => "nccl_error",
-            Failure::ShmInsufficient => "shm_insufficient",
+            Failure::ShmInsufficient { visible: true } => "shm_insufficient",
+            Failure::ShmInsufficient { visible: false } => "nccl_error",
             Failure::Selector {
                 kv_caused: true, ..
             } => "fp8_kv_cache_unsupported_backend",
@@ -329,7 +334,9 @@ impl Deployment {
                 return Some(Failure::Nccl(n));
             }
             if s.host.shm_mib.is_some_and(|m| m < 256) {
-                return Some(Failure::ShmInsufficient);
+                return Some(Failure::ShmInsufficient {
+                    visible: s.env.contains_key("NCCL_DEBUG"),
+                });
             }
         }
         if self.gpu.capability_int() >= 120 && self.version < Version::new(0, 9, 0) {

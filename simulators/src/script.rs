@@ -621,6 +621,12 @@ pub fn build_launch(
             );
         }
         b.barrier(&workers);
+        if env
+            .get("NCCL_DEBUG")
+            .is_some_and(|v| v.eq_ignore_ascii_case("INFO"))
+        {
+            nccl_info_noise(&mut b, &workers, d);
+        }
         for (r, &w) in workers.clone().iter().enumerate() {
             b.advance_ms(w, 300, 1200);
             if r == 0 || p.per_rank_once == RankScope::All {
@@ -631,7 +637,7 @@ pub fn build_launch(
         let init_fail = matches!(
             failure,
             Some(Failure::Nccl(_))
-                | Some(Failure::ShmInsufficient)
+                | Some(Failure::ShmInsufficient { .. })
                 | Some(Failure::FreeMemory { .. })
         );
         if !init_fail {
@@ -697,9 +703,30 @@ pub fn build_launch(
             );
             return finish(b, status, failure, None, api_pid, d.args.port);
         }
-        Some(Failure::Nccl(NcclFault::PeerAccess)) | Some(Failure::ShmInsufficient) => {
+        Some(Failure::Nccl(NcclFault::PeerAccess)) | Some(Failure::ShmInsufficient { .. }) => {
             let shm = random_alnum(&mut rng, 6);
-            let exc = if matches!(failure, Some(Failure::ShmInsufficient)) {
+            // With NCCL_DEBUG set, NCCL itself says why (unprefixed C++ output).
+            let mut warn_first = None;
+            if let Some(Failure::ShmInsufficient { visible: true }) = &failure {
+                let t = workers.iter().map(|&w| b.now(w)).max().unwrap_or_default();
+                for (r, &w) in workers.clone().iter().enumerate() {
+                    b.set_time(w, t.plus_us(b.rng.range(100, 4000)));
+                    let pid = b.procs[w].pid;
+                    let seg = random_alnum(&mut rng, 6);
+                    let host = nccl_host(d);
+                    let idx = b.raw(
+                        w,
+                        format!(
+                            "{host}:{pid}:{pid} [{r}] NCCL WARN Error: failed to extend /dev/shm/nccl-{seg} to 9637892 bytes, error: No space left on device (28)\n{host}:{pid}:{pid} [{r}] NCCL WARN Error while creating shared memory segment /dev/shm/nccl-{seg} (size 9637888), error: No space left on device (28)\n"
+                        ),
+                    );
+                    let tw = b.events[idx].t;
+                    if warn_first.is_none_or(|(ft, _)| tw < ft) {
+                        warn_first = Some((tw, idx));
+                    }
+                }
+            }
+            let exc = if matches!(failure, Some(Failure::ShmInsufficient { .. })) {
                 b.fill(
                     p.error("nccl_shm"),
                     &[("shm", shm), ("size", "9637888".into())],
@@ -715,6 +742,12 @@ pub fn build_launch(
                 |b, _| Traceback::new(exc.clone()).with(b.p, "worker_init_distributed"),
                 WorkerStage::InitDevice,
             );
+            if let Some((_, idx)) = warn_first {
+                for ev in b.events.iter_mut() {
+                    ev.mark = None;
+                }
+                b.mark_root(idx, 0);
+            }
             return finish(b, status, failure, None, api_pid, d.args.port);
         }
         Some(Failure::Bf16Capability) => {
@@ -846,10 +879,16 @@ pub fn build_launch(
                 ],
             );
             let short = err.splitn(2, ": ").nth(1).unwrap_or(&err).to_string();
-            let workers2 = workers.clone();
-            for &w in &workers2 {
+            // Each rank logs the ERROR first, then re-raises: the first ERROR line states the cause.
+            let mut first: Option<(SimTime, usize)> = None;
+            for &w in &workers.clone() {
                 b.advance_ms(w, 5, 80);
-                b.log(w, "oom_load_model", &[("error", short.clone())]);
+                if let Some(idx) = b.log(w, "oom_load_model", &[("error", short.clone())]) {
+                    let t = b.events[idx].t;
+                    if first.is_none_or(|(ft, _)| t < ft) {
+                        first = Some((t, idx));
+                    }
+                }
             }
             worker_failure(
                 &mut b,
@@ -859,6 +898,12 @@ pub fn build_launch(
                 |b, _| Traceback::new(err.clone()).with(b.p, "load_weights_oom"),
                 WorkerStage::Load,
             );
+            if let Some((_, idx)) = first {
+                for ev in b.events.iter_mut() {
+                    ev.mark = None;
+                }
+                b.mark_root(idx, 0);
+            }
             return finish(b, status, failure, None, api_pid, d.args.port);
         }
         Some(Failure::HostOomKilled) => {
@@ -1214,6 +1259,59 @@ fn uuid(rng: &mut Rng) -> String {
 fn random_alnum(rng: &mut Rng, n: usize) -> String {
     const A: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
     (0..n).map(|_| *rng.pick(A) as char).collect()
+}
+
+/// The host name NCCL prints (from the GPU model, stable per scenario).
+fn nccl_host(d: &Deployment) -> String {
+    format!("{}-node-1", d.gpu.id.split('-').next().unwrap_or("gpu"))
+}
+
+/// NCCL_DEBUG=INFO output of communicator set-up: raw C++ lines, never prefixed.
+fn nccl_info_noise(b: &mut Builder<'_>, workers: &[usize], d: &Deployment) {
+    const LINES: &[&str] = &[
+        "ENV/Plugin: Could not find: libnccl-env.so",
+        "Bootstrap: Using eth0:10.0.0.2<0>",
+        "cudaDriverVersion 12090",
+        "NCCL version ${nccl}+cuda12.9",
+        "Comm config Blocking set to 1",
+        "NET/Plugin: Could not find: libnccl-net.so",
+        "NET/IB : No device found.",
+        "NET/Socket : Using [0]eth0:10.0.0.2<0>",
+        "Using network Socket",
+        "ncclCommInitRankConfig comm 0x${comm} rank ${rank} nranks ${world} cudaDev ${rank} nvmlDev ${rank} busId ${bus} commId 0x${commid} - Init START",
+        "Bootstrap timings total 0.000684 (create 0.000029, send 0.000111, recv 0.000222, ring 0.000026, delay 0.000001)",
+        "comm 0x${comm} rank ${rank} nRanks ${world} nNodes 1 localRanks ${world} localRank ${rank} MNNVL 0",
+        "Channel 00/02 : ${ring}",
+        "Channel 01/02 : ${ring}",
+        "Connected all rings, use ring PXN 0 GDR 1",
+        "ncclCommInitRankConfig comm 0x${comm} rank ${rank} nranks ${world} cudaDev ${rank} nvmlDev ${rank} busId ${bus} commId 0x${commid} - Init COMPLETE",
+    ];
+    let host = nccl_host(d);
+    let commid = format!("{:016x}", b.rng.next_u64());
+    let ring: Vec<String> = (0..workers.len()).map(|r| r.to_string()).collect();
+    let ring = ring.join(" ");
+    for line in LINES {
+        for (r, &w) in workers.iter().enumerate() {
+            b.advance_ms(w, 0, 30);
+            let pid = b.procs[w].pid;
+            let comm = format!("{:08x}", (u64::from(pid) * 2_654_435_761) & 0xffff_ffff);
+            let bus = format!("{:x}", d.gpu.bus_base as usize * 0x10 + r * 0x10 + 0x10);
+            let text = b.fill(
+                line,
+                &[
+                    ("comm", comm),
+                    ("rank", r.to_string()),
+                    ("bus", bus),
+                    ("commid", commid.clone()),
+                    ("ring", ring.clone()),
+                ],
+            );
+            let pre = b.prefixed[w];
+            b.prefixed[w] = false;
+            b.raw(w, format!("{host}:{pid}:{pid} [{r}] NCCL INFO {text}\n"));
+            b.prefixed[w] = pre;
+        }
+    }
 }
 
 fn platform_line(b: &mut Builder<'_>, proc: usize) {

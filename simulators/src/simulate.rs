@@ -136,7 +136,6 @@ pub fn simulate(s: &Scenario, opts: &SimOptions, out: &mut dyn Write) -> io::Res
 
     let mut expected_pid = None;
     let mut stale = false;
-    let mut damage: Vec<&'static str> = Vec::new();
     let mut target: Option<usize> = None; // segment index of the launch the verdict is about
 
     if let Some((append, new_command)) = truncate {
@@ -200,7 +199,6 @@ pub fn simulate(s: &Scenario, opts: &SimOptions, out: &mut dyn Write) -> io::Res
             target = Some(segments.len() - 1);
             if !a_tail.chunks.is_empty() {
                 segments.push(Segment::Nul(a_off.saturating_sub(b_len).max(1)));
-                damage.push("nul_run");
                 segments.push(Segment::Launch {
                     rendered: a_tail,
                     log: a_tail_log,
@@ -327,8 +325,6 @@ pub fn simulate(s: &Scenario, opts: &SimOptions, out: &mut dyn Write) -> io::Res
                 let hole = before.len_bytes() as u64;
                 *rendered = after;
                 segments.push(Segment::Nul(hole.max(1)));
-                damage.push("nul_run");
-                damage.push("rotated");
             }
         }
         segments.push(seg);
@@ -343,7 +339,6 @@ pub fn simulate(s: &Scenario, opts: &SimOptions, out: &mut dyn Write) -> io::Res
             "(Worker_TP0 pid={pid}) INFO {stamp} [multiproc_executor.py:730] Parent process ex"
         );
         segments.push(Segment::Bytes(text.into_bytes()));
-        damage.push("partial_line");
     }
 
     // Padding to the requested size.
@@ -373,7 +368,6 @@ pub fn simulate(s: &Scenario, opts: &SimOptions, out: &mut dyn Write) -> io::Res
     let mut root: Option<TruthRootCause> = None;
     let mut status = "unknown".to_string();
     let mut launch_index = None;
-    let mut interleaved = false;
     for (si, seg) in segments.iter().enumerate() {
         match seg {
             Segment::Nul(n) => {
@@ -393,7 +387,6 @@ pub fn simulate(s: &Scenario, opts: &SimOptions, out: &mut dyn Write) -> io::Res
                 traffic,
             } => {
                 let first_line = w.lines + 1;
-                interleaved |= rendered.interleaved;
                 for (ci, c) in rendered.chunks.iter().enumerate() {
                     if let Some((at, tr)) = traffic {
                         if *at == ci {
@@ -455,9 +448,38 @@ pub fn simulate(s: &Scenario, opts: &SimOptions, out: &mut dyn Write) -> io::Res
             }
         }
     }
-    if interleaved {
-        damage.push("interleaved_line");
+    // Damage of the launch the verdict is about: its own segments and what follows it up to the
+    // next launch (a stray writer's tail, a hole, a partial last line).
+    let owner = |i: usize| -> Option<usize> {
+        (0..=i)
+            .rev()
+            .find(|&j| matches!(&segments[j], Segment::Launch { counted: true, .. }))
+            .or_else(|| {
+                (i..segments.len())
+                    .find(|&j| matches!(&segments[j], Segment::Launch { counted: true, .. }))
+            })
+    };
+    let mut damage: Vec<&'static str> = Vec::new();
+    for (i, seg) in segments.iter().enumerate() {
+        if target.is_none() || owner(i) != target {
+            continue;
+        }
+        match seg {
+            Segment::Nul(_) => {
+                damage.push("nul_run");
+                if i == 0 {
+                    damage.push("rotated");
+                }
+            }
+            Segment::Bytes(_) => damage.push("partial_line"),
+            Segment::Launch { rendered, .. } => {
+                if rendered.interleaved {
+                    damage.push("interleaved_line");
+                }
+            }
+        }
     }
+
     if stale {
         status = "unknown".into();
         root = None;
@@ -623,16 +645,34 @@ fn merge_by_time(a: RenderedLaunch, b: RenderedLaunch) -> RenderedLaunch {
     }
 }
 
-/// Keep only the first `n` lines a launch wrote.
+/// Keep only the first `n` lines a launch wrote (a write may be cut at a line end).
 fn keep_lines(r: &mut RenderedLaunch, n: usize) {
     let mut lines = 0;
     let mut keep = 0;
+    let mut cut: Option<usize> = None;
     for c in &r.chunks {
         let k = memchr_count(&c.bytes) as usize;
         if lines + k > n {
+            // Keep the first `n - lines` lines of this write.
+            let want = n - lines;
+            let mut seen = 0;
+            for (i, &byte) in c.bytes.iter().enumerate() {
+                if byte == b'\n' {
+                    seen += 1;
+                    if seen == want {
+                        cut = Some(i + 1);
+                        break;
+                    }
+                }
+            }
             break;
         }
         lines += k;
+        keep += 1;
+    }
+    if let Some(end) = cut {
+        r.chunks[keep].bytes.truncate(end);
+        r.chunks[keep].mark = None;
         keep += 1;
     }
     r.chunks.truncate(keep);

@@ -82,11 +82,26 @@ impl Traceback {
     }
 }
 
-/// The index (0-based, in `\n`-separated lines) of the first line of the final exception.
+/// The index (0-based, in `\n`-separated lines) of the line of the final exception that states
+/// the cause: its first line, or for a pydantic `ValidationError` the `Value error, …` line.
 pub fn exception_line_index(text: &str, exception: &str) -> usize {
     let total = text.split('\n').count();
     let exc_lines = exception.split('\n').count();
-    total - exc_lines
+    total - exc_lines + statement_offset(exception)
+}
+
+/// Which line of a (multi-line) exception text states the cause.
+pub fn statement_offset(exception: &str) -> usize {
+    let mut lines = exception.split('\n');
+    let first = lines.next().unwrap_or("");
+    if first.contains("ValidationError") && first.contains("validation error") {
+        if let Some(second) = lines.next() {
+            if second.trim_start().starts_with("Value error,") {
+                return 1;
+            }
+        }
+    }
+    0
 }
 
 #[cfg(test)]

@@ -1,1 +1,38 @@
-fn main() {}
+//! Project automation: `cargo xtask scenario | ci | bench | tidy | image | fuzz | capture | realism`.
+//! Everything the project needs to build, test and measure itself lives here (no shell scripts
+//! beyond `.ci/run`).
+
+mod ci;
+mod tidy;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "cargo xtask", about = "faultkit's project automation")]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run scenarios (same as `faultkit scenario`).
+    Scenario(harness::runner::cli::ScenarioArgs),
+    /// The whole CI: fmt, clippy, tests, every scenario, a small swarm. Prints each stage's time.
+    Ci,
+    /// Style checks of STYLE.md (also run as tests).
+    Tidy,
+}
+
+fn main() -> Result<()> {
+    let cli = Cli::parse();
+    let code = match cli.command {
+        Cmd::Scenario(a) => {
+            harness::runner::cli::run(a, "cargo xtask scenario", ci::commit()).code()
+        }
+        Cmd::Ci => ci::run()?,
+        Cmd::Tidy => tidy::run()?,
+    };
+    std::process::exit(code);
+}

@@ -23,6 +23,7 @@ struct Cli {
 enum Command {
     Simulate(simulate::Args),
     Triage(triage::Args),
+    Scenario(harness::runner::cli::ScenarioArgs),
 }
 
 /// Parse arguments and run; returns the process exit code.
@@ -41,6 +42,7 @@ pub fn run() -> i32 {
     let result = match cli.command {
         Command::Simulate(a) => simulate::run(a),
         Command::Triage(a) => triage::run(a),
+        Command::Scenario(a) => Ok(harness::runner::cli::run(a, "faultkit scenario", commit())),
     };
     match result {
         Ok(code) => code.code(),
@@ -55,4 +57,15 @@ pub fn run() -> i32 {
 pub(crate) fn fail(code: ExitCode, msg: impl std::fmt::Display) -> anyhow::Result<ExitCode> {
     eprintln!("faultkit: {msg}");
     Ok(code)
+}
+
+/// The commit of the working tree, for reproduce lines (none outside a git checkout).
+pub(crate) fn commit() -> Option<String> {
+    let out = std::process::Command::new("git")
+        .args(["rev-parse", "--short", "HEAD"])
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    let s = String::from_utf8(out.stdout).ok()?.trim().to_string();
+    (out.status.success() && !s.is_empty()).then_some(s)
 }

@@ -97,7 +97,7 @@ fn is_exception_like(body: &str) -> bool {
 
 /// Which stage of vLLM a record comes from: 0 worker, 1 engine core, 2 API server.
 fn layer_of(rec: &Record) -> u8 {
-    if let Some(p) = &rec.process {
+    if let Some(p) = rec.process.as_ref().or(rec.process_hint.as_ref()) {
         if p.starts_with("Worker")
             || p.starts_with("VllmWorker")
             || p.starts_with("RayWorker")
@@ -437,7 +437,10 @@ pub fn analyze_launch(
     order.sort_by_key(|&i| {
         let c = &cands[i];
         let line = records[c.record].lines[c.quote].no;
-        (c.class, c.layer, line)
+        // Weak signals (a supervisor's report, watchdog timeouts) say nothing about causality
+        // by their layer: the earliest wins.
+        let layer = if c.class == Class::Weak { 0 } else { c.layer };
+        (c.class, layer, line)
     });
 
     if explain {
@@ -576,6 +579,16 @@ pub fn analyze_launch(
     v.secondary = sec;
     v.evidence = evidence;
     let mut damage: Vec<Damage> = scan::damage(b, region.start, region.end, b.len());
+    // A file that begins with a hole was rotated (copytruncate) under a writer without
+    // O_APPEND: it continues mid-launch.
+    if region.start == 0 && b.first() == Some(&0) {
+        damage.push(Damage {
+            kind: "rotated".into(),
+            offset: Some(0),
+            length: None,
+            line: Some(1),
+        });
+    }
     for no in interleaved_lines.iter().take(32) {
         damage.push(Damage {
             kind: "interleaved_line".into(),

@@ -154,6 +154,18 @@ pub fn decode(bytes: &[u8]) -> Cow<'_, str> {
     }
 }
 
+/// The first `n` bytes of `s`, shortened to a character boundary (never panics).
+pub fn head(s: &str, n: usize) -> &str {
+    if n >= s.len() {
+        return s;
+    }
+    let mut end = n;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
 fn parse_u32(s: &str) -> Option<u32> {
     if s.is_empty() || s.len() > 10 || !s.bytes().all(|b| b.is_ascii_digit()) {
         return None;
@@ -207,7 +219,7 @@ fn container_prefix_len(s: &str) -> usize {
         && b[12] == b':'
         && b[..3].iter().all(u8::is_ascii_alphabetic)
     {
-        if let Some(colon) = s[16..].find("]: ") {
+        if let Some(colon) = s.get(16..).and_then(|r| r.find("]: ")) {
             return 16 + colon + 3;
         }
     }
@@ -241,7 +253,7 @@ fn process_prefix(s: &str) -> Option<(&str, u32, usize)> {
     if !s.starts_with('(') {
         return None;
     }
-    let close = s[..s.len().min(160)].find(')')?;
+    let close = head(s, 160).find(')')?;
     let inner = &s[1..close];
     let pos = inner.rfind(" pid=")?;
     let name = &inner[..pos];
@@ -282,7 +294,7 @@ fn level_letter(c: u8) -> Option<Level> {
 
 /// `LEVEL MM-DD HH:MM:SS [file:line] ` / `LEVEL MM-DD HH:MM:SS file:line] `: (level, location, len).
 fn vllm_header(s: &str) -> Option<(Level, &str, usize)> {
-    let sp = s[..s.len().min(9)].find(' ')?;
+    let sp = head(s, 9).find(' ')?;
     let level = level_word(&s[..sp])?;
     let rest = &s[sp + 1..];
     let b = rest.as_bytes();
@@ -301,7 +313,7 @@ fn vllm_header(s: &str) -> Option<(Level, &str, usize)> {
     } else {
         (0, false)
     };
-    let close = after[..after.len().min(200)].find(']')?;
+    let close = head(after, 200).find(']')?;
     let loc = &after[loc_start..close];
     if !loc.contains(':') || loc.contains(' ') && !bracket {
         return None;
@@ -320,7 +332,7 @@ fn glog_header(s: &str) -> Option<(Level, Option<u32>, &str, usize)> {
         return None;
     }
     let level = level_letter(b[0])?;
-    let close = s[..s.len().min(260)].find("] ")?;
+    let close = head(s, 260).find("] ")?;
     let head = &s[..close];
     let mut parts = head.split_whitespace();
     let _stamp1 = parts.next()?;
@@ -333,7 +345,7 @@ fn glog_header(s: &str) -> Option<(Level, Option<u32>, &str, usize)> {
 /// `[rankN]:` then optionally a c10 header `[E1218 20:27:21.426415540 File.cpp:629] `.
 fn rank_prefix(s: &str) -> Option<(&str, usize)> {
     let rest = s.strip_prefix("[rank")?;
-    let end = rest[..rest.len().min(8)].find("]:")?;
+    let end = head(rest, 8).find("]:")?;
     parse_u32(&rest[..end])?;
     Some((&s[1..5 + end], 5 + end + 2))
 }
@@ -347,7 +359,7 @@ fn c10_header(s: &str) -> Option<(Level, &str, usize)> {
     if !b[2].is_ascii_digit() {
         return None;
     }
-    let close = s[..s.len().min(200)].find(']')?;
+    let close = head(s, 200).find(']')?;
     let head = &s[1..close];
     let loc = head.rsplit(' ').next().unwrap_or("");
     let mut len = close + 1;
@@ -359,7 +371,7 @@ fn c10_header(s: &str) -> Option<(Level, &str, usize)> {
 
 /// `host:pid:tid [dev] NCCL INFO …`
 fn nccl_line(s: &str) -> Option<(Option<u32>, Level, usize)> {
-    let pos = s[..s.len().min(200)].find(" NCCL ")?;
+    let pos = head(s, 200).find(" NCCL ")?;
     let head = &s[..pos];
     let mut colon = head.split(':');
     let _host = colon.next()?;
@@ -389,10 +401,10 @@ fn foreign_header(s: &str) -> Option<(Level, usize)> {
     if b.len() < 25 || b[4] != b'-' || b[7] != b'-' || b[10] != b' ' || b[19] != b',' {
         return None;
     }
-    let rest = &s[23..];
+    let rest = s.get(23..)?;
     let rest_t = rest.trim_start_matches(['\t', ' ']);
     let skipped = rest.len() - rest_t.len();
-    let sp = rest_t[..rest_t.len().min(10)].find(' ')?;
+    let sp = head(rest_t, 10).find(' ')?;
     let level = level_word(&rest_t[..sp])?;
     let after = &rest_t[sp + 1..];
     let len = after.find(" -- ").map_or(sp + 1, |d| sp + 1 + d + 4);
@@ -401,13 +413,25 @@ fn foreign_header(s: &str) -> Option<(Level, usize)> {
 
 /// Whether a log header or process prefix starts somewhere inside `body` (two writers' bytes
 /// in one line).
-fn has_inner_header(body: &str) -> bool {
+fn has_inner_header(body: &str, own_pid: Option<u32>) -> bool {
+    let first = body.chars().next().map_or(0, char::len_utf8);
+    if let Some(p) = body[first..].find("[rank") {
+        if rank_prefix(&body[first + p..]).is_some() {
+            return true;
+        }
+    }
+    // Headers right after a prefix of this same process continue its own unterminated line
+    // (a tqdm bar cut short by an error): one writer, not two.
+    let mut own_header_at: Vec<usize> = Vec::new();
     let b = body.as_bytes();
     let mut i = 1;
     while let Some(p) = memchr::memchr(b'(', &b[i.min(b.len())..]) {
         let at = i + p;
-        if let Some((_, _, _)) = process_prefix(&body[at..]) {
-            return true;
+        if let Some((_, pid, len)) = process_prefix(&body[at..]) {
+            if own_pid != Some(pid) {
+                return true;
+            }
+            own_header_at.push(at + len);
         }
         i = at + 1;
         if i >= b.len() {
@@ -418,9 +442,11 @@ fn has_inner_header(body: &str) -> bool {
         let mut from = 0;
         while let Some(p) = body[from..].find(lvl) {
             let at = from + p + 1;
-            if let Some((_, loc, _)) = vllm_header(&body[at..]) {
-                if loc.ends_with(|c: char| c.is_ascii_digit()) {
-                    return true;
+            if !own_header_at.contains(&at) {
+                if let Some((_, loc, _)) = vllm_header(&body[at..]) {
+                    if loc.ends_with(|c: char| c.is_ascii_digit()) {
+                        return true;
+                    }
                 }
             }
             from = at;
@@ -546,7 +572,7 @@ fn parse_str(t: &str) -> ParsedLine<'_> {
         out.header = HeaderKind::Foreign;
         out.body = Cow::Borrowed(&rest[len..]);
     }
-    if out.body.len() > 12 && has_inner_header(&out.body) {
+    if out.body.len() > 12 && has_inner_header(&out.body, out.pid) {
         out.interleaved = true;
     }
     out

@@ -10,7 +10,7 @@ use std::sync::OnceLock;
 
 use aho_corasick::AhoCorasick;
 
-use super::grammar::parse_line;
+use super::grammar::{head, parse_line};
 
 const NEEDLES: &[&str] = &[
     "vLLM API server version ",
@@ -64,7 +64,7 @@ fn line_end(b: &[u8], pos: usize) -> usize {
 
 /// `Initializing a V1 LLM engine (v…)`, `Initializing a V0 LLM engine`, `Initializing an LLM engine`.
 pub fn is_engine_init(body: &str) -> bool {
-    body.starts_with("Initializing a") && body[..body.len().min(40)].contains("LLM engine")
+    body.starts_with("Initializing a") && head(body, 40).contains("LLM engine")
 }
 
 /// Classify the line at `start..end` as a launch mark.

@@ -51,6 +51,8 @@ pub struct Record {
     pub traceback: bool,
     pub header: HeaderKind,
     pub location: Option<String>,
+    /// The process named by CPython's `Process NAME:` line (not a prefix; used for layering).
+    pub process_hint: Option<String>,
 }
 
 impl Record {
@@ -172,6 +174,7 @@ impl Assembler {
                     traceback,
                     header: p.header,
                     location: p.location.as_deref().map(str::to_string),
+                    process_hint: None,
                 },
                 state,
                 after_exc: 0,
@@ -330,9 +333,7 @@ impl Assembler {
             let name = body["Process ".len()..body.len() - 1].to_string();
             self.start(p, key.clone(), mk(LineRole::Head), State::Head);
             if let Some(o) = self.open.get_mut(&key) {
-                if o.rec.process.is_none() {
-                    o.rec.process = Some(name);
-                }
+                o.rec.process_hint = Some(name);
             }
             return;
         }

@@ -1,0 +1,119 @@
+//! `cargo xtask ci`: every check CI runs, in order, with the time of each stage.
+
+use std::process::Command;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+
+/// The commit of the working tree (short hash), when in a git checkout.
+pub fn commit() -> Option<String> {
+    let out = Command::new("git")
+        .args(["rev-parse", "--short", "HEAD"])
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    let s = String::from_utf8(out.stdout).ok()?.trim().to_string();
+    (out.status.success() && !s.is_empty()).then_some(s)
+}
+
+fn cargo() -> Command {
+    Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+}
+
+struct Stage {
+    name: &'static str,
+    cmd: Command,
+}
+
+/// Run all stages; stop at the first failure. Returns the exit code.
+pub fn run() -> Result<i32> {
+    let mut stages = Vec::new();
+    let mut c = cargo();
+    c.args(["fmt", "--all", "--", "--check"]);
+    stages.push(Stage {
+        name: "fmt",
+        cmd: c,
+    });
+    let mut c = cargo();
+    c.args([
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ]);
+    stages.push(Stage {
+        name: "clippy",
+        cmd: c,
+    });
+    let mut c = cargo();
+    c.args(["test", "--workspace"]);
+    stages.push(Stage {
+        name: "tests",
+        cmd: c,
+    });
+    let mut c = cargo();
+    c.args([
+        "run",
+        "--quiet",
+        "--release",
+        "--package",
+        "xtask",
+        "--",
+        "scenario",
+        "--all",
+        "--junit",
+        "target/scenarios.xml",
+        "--json",
+        "target/scenarios.json",
+    ]);
+    stages.push(Stage {
+        name: "scenarios",
+        cmd: c,
+    });
+    let mut c = cargo();
+    c.args([
+        "run",
+        "--quiet",
+        "--release",
+        "--package",
+        "xtask",
+        "--",
+        "scenario",
+        "--swarm",
+        "--count",
+        "200",
+        "--seed",
+        "1000",
+    ]);
+    stages.push(Stage {
+        name: "swarm",
+        cmd: c,
+    });
+    let mut times = Vec::new();
+    for mut s in stages {
+        eprintln!("==> {}", s.name);
+        let t = Instant::now();
+        let status = s
+            .cmd
+            .status()
+            .with_context(|| format!("running stage {}", s.name))?;
+        let secs = t.elapsed().as_secs_f64();
+        times.push((s.name, secs, status.success()));
+        if !status.success() {
+            report(&times);
+            eprintln!("stage {} failed", times.last().map_or("?", |t| t.0));
+            return Ok(status.code().unwrap_or(1));
+        }
+    }
+    report(&times);
+    Ok(0)
+}
+
+fn report(times: &[(&str, f64, bool)]) {
+    eprintln!("\nstage       seconds  result");
+    for (n, s, ok) in times {
+        eprintln!("{n:<11} {s:>7.1}  {}", if *ok { "ok" } else { "FAILED" });
+    }
+}
