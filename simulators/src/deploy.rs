@@ -258,6 +258,21 @@ impl Deployment {
         d
     }
 
+    /// Process faults strike a worker rank of a multi-process V1 deployment; a fault naming a
+    /// rank that does not exist changes nothing.
+    fn process_fault_applies(&self, process: &str) -> bool {
+        let digits: String = process
+            .chars()
+            .rev()
+            .take_while(char::is_ascii_digit)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
+        let rank: u32 = digits.parse().unwrap_or(0);
+        self.profile.engine == Engine::V1 && self.world > 1 && rank < self.world
+    }
+
     fn first_failure(&mut self, s: &Scenario, derived_max: u64) -> Option<Failure> {
         let args = self.args.clone();
         if let Some(p) = &args.problem {
@@ -335,7 +350,7 @@ impl Deployment {
             }
             if s.host.shm_mib.is_some_and(|m| m < 256) {
                 return Some(Failure::ShmInsufficient {
-                    visible: s.env.contains_key("NCCL_DEBUG"),
+                    visible: s.env.contains_key("NCCL_DEBUG") && self.profile.engine == Engine::V1,
                 });
             }
         }
@@ -348,7 +363,7 @@ impl Deployment {
                     process,
                     signal,
                     at: at @ (Phase::InitDevice | Phase::LoadWeights),
-                } => {
+                } if self.process_fault_applies(process) => {
                     return Some(Failure::Killed {
                         process: process.clone(),
                         signal: *signal,
@@ -358,7 +373,7 @@ impl Deployment {
                 Fault::Hang {
                     process,
                     at: at @ (Phase::InitDevice | Phase::LoadWeights),
-                } => {
+                } if self.process_fault_applies(process) => {
                     return Some(Failure::Hang {
                         process: process.clone(),
                         at: *at,
@@ -467,7 +482,7 @@ impl Deployment {
         } else {
             0.4 + hidden / 4096.0 * 0.35
         };
-        if util >= 0.98 && !args.enforce_eager {
+        if util >= 0.98 && !args.enforce_eager && self.profile.engine == Engine::V1 {
             return Some(Failure::GraphCaptureOom);
         }
         for f in &s.faults {
@@ -476,20 +491,22 @@ impl Deployment {
                     process,
                     signal,
                     at,
-                } => {
+                } if self.process_fault_applies(process) => {
                     return Some(Failure::Killed {
                         process: process.clone(),
                         signal: *signal,
                         at: *at,
                     })
                 }
-                Fault::Hang { process, at } => {
+                Fault::Hang { process, at } if self.process_fault_applies(process) => {
                     return Some(Failure::Hang {
                         process: process.clone(),
                         at: *at,
                     })
                 }
-                Fault::NodeLoss { node, at } => {
+                Fault::NodeLoss { node, at }
+                    if self.world > 1 && self.profile.engine == Engine::V1 =>
+                {
                     return Some(Failure::NodeLoss {
                         node: *node,
                         at: *at,

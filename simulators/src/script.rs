@@ -410,7 +410,10 @@ pub fn build_launch(
         return finish(b, status, failure, None, api_pid, d.args.port);
     }
     if p.platform_detected_level != "DEBUG" && d.platform == Platform::Cuda {
+        // Printed at import time, before the API server decorates its streams.
+        b.prefixed[API] = false;
         platform_line(&mut b, API);
+        b.prefixed[API] = api_prefixed;
     }
     banner(&mut b);
 
@@ -2236,13 +2239,33 @@ fn v0_launch(
             ),
             "v0_mp_engine",
         )),
-        Some(Failure::Nccl(_)) => {
+        Some(Failure::Nccl(_)) | Some(Failure::ShmInsufficient { .. }) => {
             Some((p.error("nccl_unhandled_cuda").to_string(), "v0_mp_engine"))
         }
-        Some(_) => Some((
-            "RuntimeError: CUDA error: an illegal memory access was encountered".to_string(),
+        Some(Failure::NoKernelImage) => {
+            Some((p.error("no_kernel_image").to_string(), "v0_mp_engine"))
+        }
+        Some(Failure::MissingModule { module }) => Some((
+            b.fill(p.error("missing_module"), &[("module", module.clone())]),
             "v0_mp_engine",
         )),
+        Some(Failure::Bf16Capability) => Some((
+            b.fill(
+                p.error("bf16_capability"),
+                &[
+                    ("gpu", d.gpu.name.clone()),
+                    ("major", d.gpu.capability[0].to_string()),
+                    ("minor", d.gpu.capability[1].to_string()),
+                ],
+            ),
+            "v0_mp_engine",
+        )),
+        Some(Failure::CpuMissingOps) => Some((
+            "AttributeError: '_OpNamespace' '_C' object has no attribute 'silu_and_mul'"
+                .to_string(),
+            "v0_mp_engine",
+        )),
+        Some(other) => unreachable!("deploy never derives {other:?} for the V0 engine"),
         None => None,
     };
     if let Some((exc, stack)) = fail_exc {

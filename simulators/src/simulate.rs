@@ -276,13 +276,16 @@ pub fn simulate(s: &Scenario, opts: &SimOptions, out: &mut dyn Write) -> io::Res
             }
             Some(n) => {
                 keep_lines(&mut second_r, n as usize);
-                expected_pid = Some(second_pid);
+                if carries_pid(&second_r, second_pid) {
+                    expected_pid = Some(second_pid);
+                }
                 let mut cut_log = second.clone();
-                cut_log.status = LaunchStatus::Starting;
-                cut_log.root = None;
-                cut_log.failure = None;
-                for c in &mut second_r.chunks {
-                    c.mark = None;
+                // Whole writes are kept: if the failure is among them the launch has failed,
+                // otherwise it is still starting.
+                if !second_r.chunks.iter().any(|c| c.mark.is_some()) {
+                    cut_log.status = LaunchStatus::Starting;
+                    cut_log.root = None;
+                    cut_log.failure = None;
                 }
                 segments.push(Segment::Launch {
                     rendered: second_r,
@@ -293,7 +296,9 @@ pub fn simulate(s: &Scenario, opts: &SimOptions, out: &mut dyn Write) -> io::Res
                 target = Some(segments.len() - 1);
             }
             None => {
-                expected_pid = Some(second_pid);
+                if carries_pid(&second_r, second_pid) {
+                    expected_pid = Some(second_pid);
+                }
                 segments.push(Segment::Launch {
                     rendered: second_r,
                     log: second,
@@ -645,37 +650,37 @@ fn merge_by_time(a: RenderedLaunch, b: RenderedLaunch) -> RenderedLaunch {
     }
 }
 
-/// Keep only the first `n` lines a launch wrote (a write may be cut at a line end).
+/// Keep the first writes of a launch until at least `n` lines are kept (a reader looked at the
+/// file that early). Writes are never cut: a record reaches the file in one piece.
 fn keep_lines(r: &mut RenderedLaunch, n: usize) {
     let mut lines = 0;
     let mut keep = 0;
-    let mut cut: Option<usize> = None;
-    for c in &r.chunks {
-        let k = memchr_count(&c.bytes) as usize;
-        if lines + k > n {
-            // Keep the first `n - lines` lines of this write.
-            let want = n - lines;
-            let mut seen = 0;
-            for (i, &byte) in c.bytes.iter().enumerate() {
-                if byte == b'\n' {
-                    seen += 1;
-                    if seen == want {
-                        cut = Some(i + 1);
-                        break;
-                    }
-                }
-            }
+    for (i, c) in r.chunks.iter().enumerate() {
+        // The pieces of one record split at the stdio buffer share its instant and process.
+        let continues = i > 0 && {
+            let prev = &r.chunks[i - 1];
+            prev.t == c.t && prev.proc == c.proc
+        };
+        if lines >= n && !continues {
             break;
         }
-        lines += k;
-        keep += 1;
-    }
-    if let Some(end) = cut {
-        r.chunks[keep].bytes.truncate(end);
-        r.chunks[keep].mark = None;
+        lines += memchr_count(&c.bytes) as usize;
         keep += 1;
     }
     r.chunks.truncate(keep);
+}
+
+/// Whether a line of this launch carries `pid` (so `--pid` can find it).
+fn carries_pid(r: &RenderedLaunch, pid: u32) -> bool {
+    let needles = [
+        format!("pid={pid})"),
+        format!("pid={pid},"),
+        format!("process [{pid}]"),
+    ];
+    r.chunks.iter().any(|c| {
+        let text = String::from_utf8_lossy(&c.bytes);
+        needles.iter().any(|n| text.contains(n.as_str()))
+    })
 }
 
 fn rank_process(text: &str) -> Option<String> {

@@ -178,6 +178,10 @@ fn normalize(s: &str) -> String {
 }
 
 fn classify(rec: &Record, rules: &RuleSet) -> Option<(Class, Option<usize>, usize)> {
+    // A traceback header and nothing else: the writer has not got further (yet).
+    if rec.lines.iter().all(|l| l.role == LineRole::TracebackStart) {
+        return None;
+    }
     // Lines whose text a rule may match.
     let context: Vec<&str> = rec.lines.iter().map(|l| l.body.as_str()).collect();
     let mut best: BTreeMap<(Class, i32), (usize, usize)> = BTreeMap::new(); // → (rule, line)
