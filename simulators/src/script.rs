@@ -2029,7 +2029,11 @@ fn runtime_hang(b: &mut Builder<'_>, workers: &[usize], eng: usize, process: &st
         if k == r {
             continue;
         }
-        b.set_time(w, t.plus_ms(timeout_ms + b.rng.range(10, 120)));
+        b.set_time(
+            w,
+            t.plus_ms(timeout_ms + b.rng.range(10, 120))
+                .plus_us(k as u64),
+        );
         let ran = timeout_ms + b.rng.range(20, 110);
         let stamp = b.now(w).c10_stamp();
         let tw = b.now(w);

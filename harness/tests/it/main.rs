@@ -1,3 +1,5 @@
 //! The harness's integration tests, one binary (matklad: "Delete Cargo Integration Tests").
 
 mod corpus;
+mod properties;
+mod tidy;
