@@ -24,7 +24,8 @@ pub enum Tut {
     /// `tail -20 {log}`.
     Tail,
     /// `grep -E "ERROR.*Worker_TPn" {log} | grep -v "Triton\|SparseMatrix\|gpt_oss" | tail -20`,
-    /// n = the first worker that logged ERROR.
+    /// n = the first worker that logged ERROR (the pattern also accepts the prefix-first order
+    /// vLLM really writes).
     GrepTail,
 }
 
@@ -141,8 +142,10 @@ pub fn run_command(
             let bytes =
                 std::fs::read(log).map_err(|e| format!("reading {}: {e}", log.display()))?;
             let worker = first_error_worker(&bytes).unwrap_or_else(|| "Worker_TP".into());
+            // The pipeline people use; the pattern also matches vLLM's real order, where the
+            // prefix `(Worker_TP4 pid=…)` comes before the level.
             format!(
-                "grep -aE 'ERROR.*{worker}' {quoted} | grep -av 'Triton\\|SparseMatrix\\|gpt_oss' | tail -20"
+                "grep -aE 'ERROR.*{worker}[ )]|{worker} pid=[0-9]+\\)[^ ]* ERROR' {quoted} | grep -av 'Triton\\|SparseMatrix\\|gpt_oss' | tail -20"
             )
         }
     };

@@ -16,8 +16,8 @@ pub fn failure_text(r: &CaseResult) -> String {
     if !r.mismatches.is_empty() {
         let _ = writeln!(
             s,
-            "  ┌─ {:<12} {:<8} {:<44} {}",
-            "field", "against", "expected", "actual"
+            "  ┌─ {:<12} {:<8} {:<44} actual",
+            "field", "against", "expected"
         );
         for m in &r.mismatches {
             let _ = writeln!(

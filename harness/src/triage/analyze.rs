@@ -143,14 +143,13 @@ fn layer_of(rec: &Record) -> u8 {
         }
     }
     for l in &rec.lines {
-        if l.role == LineRole::Frame {
-            if l.body.contains("/worker/")
+        if l.role == LineRole::Frame
+            && (l.body.contains("/worker/")
                 || l.body.contains("multiproc_worker_utils")
-                || l.body.contains("model_executor")
+                || l.body.contains("model_executor"))
             {
                 return 0;
             }
-        }
     }
     for l in &rec.lines {
         if l.role == LineRole::Frame

@@ -188,7 +188,7 @@ fn parse(text: &str, source: &str, user: bool) -> Result<Vec<Rule>, RuleError> {
     let mut out = Vec::new();
     for (n, r) in raw.rule.into_iter().enumerate() {
         let role = r.role.unwrap_or(Role::Cause);
-        let known = taxonomy_ids().iter().any(|t| *t == r.id) || r.id == "unknown";
+        let known = taxonomy_ids().contains(&r.id) || r.id == "unknown";
         if !user && !known {
             return Err(err(format!(
                 "rule {}: id `{}` is not in taxonomy.toml",

@@ -92,7 +92,7 @@ impl<'a> Iterator for WindowedLines<'a> {
     type Item = Line<'a>;
 
     fn next(&mut self) -> Option<Line<'a>> {
-        loop {
+        {
             if self.pos >= self.end {
                 return None;
             }
@@ -132,11 +132,11 @@ impl<'a> Iterator for WindowedLines<'a> {
                 self.long_lines += 1;
                 bytes = &bytes[..LINE_BYTES_MAX];
             }
-            return Some(Line {
+            Some(Line {
                 no,
                 offset: start,
                 bytes,
-            });
+            })
         }
     }
 }

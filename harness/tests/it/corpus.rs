@@ -73,8 +73,8 @@ fn triage_accuracy_on_real_logs() {
     let ids = rows.iter().filter(|r| r.id_ok).count();
     let texts = rows.iter().filter(|r| r.text_ok).count();
     println!(
-        "{:<78} {:<5} {:<5} {}",
-        "log", "id", "line", "expected → got"
+        "{:<78} {:<5} {:<5} expected → got",
+        "log", "id", "line"
     );
     for r in &rows {
         println!(

@@ -141,7 +141,7 @@ fn check(s: &Scenario, log: &[u8]) -> Result<(), String> {
         if !prefixed && g.raw.is_match(line) {
             continue;
         }
-        if (prefixed || !p.api_server_prefixed || true) && g.stream.is_match(body_nocr) {
+        if g.stream.is_match(body_nocr) {
             continue;
         }
         if body.starts_with('\r') {

@@ -1,0 +1,257 @@
+//! The `faultkit` command line, run as a real process (assert_cmd + tempfile): every command,
+//! bad arguments, bad input, and the documented exit codes.
+
+use assert_cmd::Command;
+use std::path::{Path, PathBuf};
+
+fn faultkit() -> Command {
+    let mut c = Command::cargo_bin("faultkit").expect("faultkit builds");
+    c.env("FAULTKIT_SCENARIOS", Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios"));
+    c.env_remove("NO_COLOR");
+    c
+}
+
+fn simulate(dir: &Path, name: &str, seed: u64) -> PathBuf {
+    faultkit()
+        .args(["simulate", name, "--seed", &seed.to_string(), "--out"])
+        .arg(dir)
+        .assert()
+        .success();
+    dir.join("vllm.log")
+}
+
+fn stdout_of(c: &mut Command) -> (i32, String, String) {
+    let out = c.output().expect("runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn simulate_lists_and_writes_deterministic_files() {
+    let (code, out, _) = stdout_of(faultkit().args(["simulate", "--list"]));
+    assert_eq!(code, 0);
+    assert!(out.lines().count() >= 25, "{out}");
+    assert!(out.contains("crash/fp8-kv-sm120"));
+    let t = tempfile::tempdir().unwrap();
+    let a = simulate(&t.path().join("a"), "fp8-kv-sm120", 3);
+    let b = simulate(&t.path().join("b"), "crash/fp8-kv-sm120", 3);
+    assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+    assert_eq!(
+        std::fs::read(a.with_file_name("truth.json")).unwrap(),
+        std::fs::read(b.with_file_name("truth.json")).unwrap()
+    );
+    let truth: serde_json::Value = serde_json::from_slice(&std::fs::read(a.with_file_name("truth.json")).unwrap()).unwrap();
+    assert_eq!(truth["schema"], "faultkit.truth/1");
+    assert_eq!(truth["root_cause"]["id"], "fp8_kv_cache_unsupported_backend");
+}
+
+#[test]
+fn simulate_pads_to_a_size() {
+    let t = tempfile::tempdir().unwrap();
+    faultkit()
+        .args(["simulate", "serving-worker-killed", "--size", "300KB", "--out"])
+        .arg(t.path())
+        .assert()
+        .success();
+    let len = std::fs::metadata(t.path().join("vllm.log")).unwrap().len();
+    assert!(len >= 300_000, "log is {len} bytes");
+    // The padded log still triages to the truth.
+    let (code, out, _) = stdout_of(faultkit().arg("triage").arg(t.path().join("vllm.log")).arg("--json"));
+    assert_eq!(code, 1, "{out}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let truth: serde_json::Value = serde_json::from_slice(&std::fs::read(t.path().join("truth.json")).unwrap()).unwrap();
+    assert_eq!(v["root_cause"]["id"], truth["root_cause"]["id"]);
+    assert_eq!(v["root_cause"]["line"], truth["root_cause"]["line"]);
+}
+
+#[test]
+fn simulate_rejects_bad_input_with_usage_code() {
+    let (code, _, err) = stdout_of(faultkit().args(["simulate", "no-such-scenario"]));
+    assert_eq!(code, 64);
+    assert!(err.contains("no scenario named"), "{err}");
+    let (code, _, err) = stdout_of(faultkit().args(["simulate", "fp8-kv-sm120", "--size", "12 parsecs"]));
+    assert_eq!(code, 64, "{err}");
+    let t = tempfile::tempdir().unwrap();
+    let bad = t.path().join("bad.toml");
+    std::fs::write(&bad, "summary = \"x\"\nvllm = \"0.15.1\"\ncommand = \"vllm serve m\"\ngpus = { model = \"h100\", count = \"eight\" }\n[expect]\nstatus = \"ready\"\n").unwrap();
+    let (code, _, err) = stdout_of(faultkit().arg("simulate").arg(&bad));
+    assert_eq!(code, 64);
+    assert!(err.contains("bad.toml:4:"), "error must point at file:line:col: {err}");
+    std::fs::write(&bad, "summary = \"x\"\nvllm = \"0.15.1\"\ncommand = \"vllm serve m\"\ngpus = { model = \"h100\", count = 1 }\n[expect]\nstatus = \"crashed\"\nroot_cause = \"gremlins\"\n").unwrap();
+    let (code, _, err) = stdout_of(faultkit().arg("simulate").arg(&bad));
+    assert_eq!(code, 64);
+    assert!(err.contains("bad.toml:7:14") && err.contains("gremlins"), "{err}");
+}
+
+#[test]
+fn triage_names_the_root_cause_with_exit_1() {
+    let t = tempfile::tempdir().unwrap();
+    let log = simulate(t.path(), "fp8-kv-sm120", 0);
+    let (code, out, _) = stdout_of(faultkit().arg("triage").arg(&log));
+    assert_eq!(code, 1);
+    assert!(out.contains("fp8_kv_cache_unsupported_backend"), "{out}");
+    assert!(out.contains("--kv-cache-dtype bfloat16"), "the fix is printed: {out}");
+    assert!(!out.contains('\x1b'), "no colour when stdout is not a terminal");
+    let (code, out, _) = stdout_of(faultkit().arg("triage").arg(&log).arg("--json"));
+    assert_eq!(code, 1);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["schema"], "faultkit.verdict/1");
+    assert_eq!(v["status"], "crashed");
+    assert_eq!(v["root_cause"]["ranks"].as_array().unwrap().len(), 8);
+    // Colour only when asked.
+    let (_, out, _) = stdout_of(faultkit().arg("triage").arg(&log).args(["--color", "always"]));
+    assert!(out.contains("\x1b[1;31m"));
+    // stdin
+    let bytes = std::fs::read(&log).unwrap();
+    let (code, out, _) = stdout_of(faultkit().args(["triage", "-", "--json"]).write_stdin(bytes));
+    assert_eq!(code, 1);
+    assert!(out.contains("fp8_kv_cache_unsupported_backend"));
+}
+
+#[test]
+fn triage_bad_input_gets_documented_exit_codes() {
+    let t = tempfile::tempdir().unwrap();
+    let p = |n: &str| t.path().join(n);
+    std::fs::write(p("empty.log"), b"").unwrap();
+    std::fs::write(p("nul.log"), vec![0u8; 10_000]).unwrap();
+    let junk: Vec<u8> = (0..50_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+    std::fs::write(p("junk.bin"), junk).unwrap();
+    for (file, code) in [("empty.log", 3), ("nul.log", 3), ("junk.bin", 3)] {
+        let (c, out, err) = stdout_of(faultkit().arg("triage").arg(p(file)).arg("--json"));
+        assert_eq!(c, code, "{file}: {out}{err}");
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{file}: {e}: {out}"));
+        assert_eq!(v["status"], "unknown");
+    }
+    // A directory, a missing file: 66, nothing on stdout, a reason on stderr.
+    for path in [t.path().to_path_buf(), p("missing.log")] {
+        let (c, out, err) = stdout_of(faultkit().arg("triage").arg(&path).arg("--json"));
+        assert_eq!(c, 66, "{}: {err}", path.display());
+        assert!(out.is_empty());
+        assert!(!err.is_empty());
+    }
+    // Usage errors: 64.
+    let (c, _, _) = stdout_of(faultkit().args(["triage", "x.log", "--launch", "sideways"]));
+    assert_eq!(c, 64);
+    let (c, _, _) = stdout_of(faultkit().args(["triage", "x.log", "--launch", "0", "--pid", "3"]));
+    assert_eq!(c, 64);
+    let (c, _, _) = stdout_of(faultkit().args(["triage"]));
+    assert_eq!(c, 64);
+    std::fs::write(p("rules.toml"), "[[rule]]\nid = \"x\"\nregex = '('\n").unwrap();
+    let (c, _, err) = stdout_of(faultkit().args(["triage", "x.log", "--rules"]).arg(p("rules.toml")));
+    assert_eq!(c, 64, "{err}");
+    let (c, _, _) = stdout_of(faultkit().args(["triage", "x.log", "--rules"]).arg(p("nope.toml")));
+    assert_eq!(c, 66);
+}
+
+#[test]
+fn triage_escapes_hostile_log_text_and_masks_secrets() {
+    let t = tempfile::tempdir().unwrap();
+    let log = t.path().join("evil.log");
+    std::fs::write(
+        &log,
+        "(APIServer pid=7) INFO 01-28 14:02:07 [utils.py:261] non-default args: {'api_key': 'sk-secret-1'}\n\
+         (APIServer pid=7) Traceback (most recent call last):\n\
+         (APIServer pid=7)   File \"/x.py\", line 1, in f\n\
+         (APIServer pid=7) OSError: [Errno 98] Address already in use \x1b]0;owned\x07\x1b[2J\x1b]8;;http://evil\x07link\x1b]8;;\x07 hf_abcdefghijklmnopqrstuvwxyz\n",
+    )
+    .unwrap();
+    let (code, out, _) = stdout_of(faultkit().arg("triage").arg(&log));
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("port_in_use"));
+    assert!(!out.contains('\x1b') && !out.contains('\x07'), "raw control characters reached the terminal: {out:?}");
+    assert!(!out.contains("hf_abcdefghij"), "token not masked: {out}");
+    let (_, json, _) = stdout_of(faultkit().arg("triage").arg(&log).arg("--json"));
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert!(!v["root_cause"]["text"].as_str().unwrap().contains("hf_abcdefghij"));
+}
+
+#[test]
+fn triage_with_user_rules() {
+    let t = tempfile::tempdir().unwrap();
+    let log = t.path().join("a.log");
+    std::fs::write(&log, "ERROR 01-28 14:02:07 [x.py:1] FrobnicatorError: the frobnicator jammed\n").unwrap();
+    let (code, out, _) = stdout_of(faultkit().arg("triage").arg(&log).arg("--json"));
+    assert_eq!(code, 2, "unknown cause: {out}");
+    let rules = t.path().join("r.toml");
+    std::fs::write(&rules, "[[rule]]\nid = \"frobnicator_jam\"\nliterals = [\"frobnicator\"]\nregex = 'frobnicator jammed'\nfix = \"Unjam it.\"\n").unwrap();
+    let (code, out, _) = stdout_of(faultkit().arg("triage").arg(&log).arg("--rules").arg(&rules));
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("frobnicator_jam") && out.contains("Unjam it."));
+}
+
+#[test]
+fn scenario_runs_one_and_writes_reports() {
+    let t = tempfile::tempdir().unwrap();
+    let junit = t.path().join("j.xml");
+    let json = t.path().join("r.json");
+    let (code, out, err) = stdout_of(
+        faultkit()
+            .args(["scenario", "fp8-kv-sm120", "port-in-use", "--junit"])
+            .arg(&junit)
+            .arg("--json")
+            .arg(&json)
+            .arg("--out")
+            .arg(t.path().join("out")),
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    let x = std::fs::read_to_string(&junit).unwrap();
+    assert_eq!(x.matches("<testcase").count(), 2, "{x}");
+    let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(r["results"].as_array().unwrap().len(), 2);
+    assert!(r["results"][0]["seed"].is_u64());
+    let (code, _, err) = stdout_of(faultkit().args(["scenario", "nope"]));
+    assert_eq!(code, 64, "{err}");
+}
+
+#[test]
+fn scenario_scores_other_triage_commands() {
+    let t = tempfile::tempdir().unwrap();
+    let exe = assert_cmd::cargo::cargo_bin("faultkit");
+    // A command that prints verdict JSON is scored field by field.
+    let cmd = format!("{} triage {{log}} --json", exe.display());
+    let (code, out, _) = stdout_of(
+        faultkit()
+            .args(["scenario", "fp8-kv-sm120", "--triage-cmd", &cmd, "--out"])
+            .arg(t.path()),
+    );
+    assert_eq!(code, 0, "{out}");
+    // Plain text passes when it quotes the root-cause line.
+    let cmd = "grep -a 'ValueError: No valid attention backend' {log} | head -1";
+    let (code, out, _) = stdout_of(faultkit().args(["scenario", "fp8-kv-sm120", "--triage-cmd", cmd, "--out"]).arg(t.path()));
+    assert_eq!(code, 0, "{out}");
+    // And fails when it does not.
+    let (code, out, _) = stdout_of(faultkit().args(["scenario", "fp8-kv-sm120", "--triage-cmd", "echo all good", "--out"]).arg(t.path()));
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("reproduce:"), "{out}");
+}
+
+#[test]
+fn baselines_fail_stale_and_secondary_scenarios() {
+    let t = tempfile::tempdir().unwrap();
+    for (baseline, secondary_case) in [("tail", "crash/fp8-kv-sm120"), ("grep-tail", "runtime/serving-worker-killed")] {
+        let json = t.path().join(format!("{baseline}.json"));
+        let (code, _, _) = stdout_of(
+            faultkit()
+                .args(["scenario", "--all", "--baseline", baseline, "--json"])
+                .arg(&json)
+                .arg("--out")
+                .arg(t.path().join(baseline)),
+        );
+        assert_eq!(code, 1, "{baseline} must fail some scenarios");
+        let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let failed: Vec<&str> = r["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|x| !x["passed"].as_bool().unwrap())
+            .map(|x| x["scenario"].as_str().unwrap())
+            .collect();
+        assert!(failed.contains(&"files/relaunch-stale-tail"), "{baseline}: {failed:?}");
+        // tail -20 shows the API server's echo, not the worker's cause; grep-tail misses a cause
+        // that only the engine core reports.
+        assert!(failed.contains(&secondary_case), "{baseline}: {failed:?}");
+    }
+}
