@@ -397,7 +397,7 @@ pub fn build_launch(
     );
 
     let mut status = LaunchStatus::Crashed;
-    
+
     let failure = d.failure.clone();
 
     // argparse runs before anything is logged.
@@ -881,7 +881,11 @@ pub fn build_launch(
                     ("pid", "0".into()),
                 ],
             );
-            let short = err.split_once(": ").map(|x| x.1).unwrap_or(&err).to_string();
+            let short = err
+                .split_once(": ")
+                .map(|x| x.1)
+                .unwrap_or(&err)
+                .to_string();
             // Each rank logs the ERROR first, then re-raises: the first ERROR line states the cause.
             let mut first: Option<(SimTime, usize)> = None;
             for &w in &workers.clone() {
@@ -1688,7 +1692,9 @@ fn rpc_failure(b: &mut Builder<'_>, workers: &[usize], eng: usize, api_pid: u32,
     let short = err
         .split('\n')
         .next()
-        .unwrap_or("").split_once(": ").map(|x| x.1)
+        .unwrap_or("")
+        .split_once(": ")
+        .map(|x| x.1)
         .unwrap_or("")
         .to_string();
     let exc = b.fill(p.error("worker_rpc_failed"), &[("error", short)]);
@@ -2277,7 +2283,9 @@ fn v0_launch(
         let first_line = exc
             .split('\n')
             .next()
-            .unwrap_or("").split_once(": ").map(|x| x.1)
+            .unwrap_or("")
+            .split_once(": ")
+            .map(|x| x.1)
             .unwrap_or("")
             .to_string();
         let spec = p.msg("v0_engine_error").cloned();

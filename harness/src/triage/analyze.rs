@@ -147,9 +147,9 @@ fn layer_of(rec: &Record) -> u8 {
             && (l.body.contains("/worker/")
                 || l.body.contains("multiproc_worker_utils")
                 || l.body.contains("model_executor"))
-            {
-                return 0;
-            }
+        {
+            return 0;
+        }
     }
     for l in &rec.lines {
         if l.role == LineRole::Frame

@@ -6,7 +6,10 @@ use std::path::{Path, PathBuf};
 
 fn faultkit() -> Command {
     let mut c = Command::cargo_bin("faultkit").expect("faultkit builds");
-    c.env("FAULTKIT_SCENARIOS", Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios"));
+    c.env(
+        "FAULTKIT_SCENARIOS",
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios"),
+    );
     c.env_remove("NO_COLOR");
     c
 }
@@ -43,26 +46,42 @@ fn simulate_lists_and_writes_deterministic_files() {
         std::fs::read(a.with_file_name("truth.json")).unwrap(),
         std::fs::read(b.with_file_name("truth.json")).unwrap()
     );
-    let truth: serde_json::Value = serde_json::from_slice(&std::fs::read(a.with_file_name("truth.json")).unwrap()).unwrap();
+    let truth: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(a.with_file_name("truth.json")).unwrap()).unwrap();
     assert_eq!(truth["schema"], "faultkit.truth/1");
-    assert_eq!(truth["root_cause"]["id"], "fp8_kv_cache_unsupported_backend");
+    assert_eq!(
+        truth["root_cause"]["id"],
+        "fp8_kv_cache_unsupported_backend"
+    );
 }
 
 #[test]
 fn simulate_pads_to_a_size() {
     let t = tempfile::tempdir().unwrap();
     faultkit()
-        .args(["simulate", "serving-worker-killed", "--size", "300KB", "--out"])
+        .args([
+            "simulate",
+            "serving-worker-killed",
+            "--size",
+            "300KB",
+            "--out",
+        ])
         .arg(t.path())
         .assert()
         .success();
     let len = std::fs::metadata(t.path().join("vllm.log")).unwrap().len();
     assert!(len >= 300_000, "log is {len} bytes");
     // The padded log still triages to the truth.
-    let (code, out, _) = stdout_of(faultkit().arg("triage").arg(t.path().join("vllm.log")).arg("--json"));
+    let (code, out, _) = stdout_of(
+        faultkit()
+            .arg("triage")
+            .arg(t.path().join("vllm.log"))
+            .arg("--json"),
+    );
     assert_eq!(code, 1, "{out}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-    let truth: serde_json::Value = serde_json::from_slice(&std::fs::read(t.path().join("truth.json")).unwrap()).unwrap();
+    let truth: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(t.path().join("truth.json")).unwrap()).unwrap();
     assert_eq!(v["root_cause"]["id"], truth["root_cause"]["id"]);
     assert_eq!(v["root_cause"]["line"], truth["root_cause"]["line"]);
 }
@@ -72,18 +91,25 @@ fn simulate_rejects_bad_input_with_usage_code() {
     let (code, _, err) = stdout_of(faultkit().args(["simulate", "no-such-scenario"]));
     assert_eq!(code, 64);
     assert!(err.contains("no scenario named"), "{err}");
-    let (code, _, err) = stdout_of(faultkit().args(["simulate", "fp8-kv-sm120", "--size", "12 parsecs"]));
+    let (code, _, err) =
+        stdout_of(faultkit().args(["simulate", "fp8-kv-sm120", "--size", "12 parsecs"]));
     assert_eq!(code, 64, "{err}");
     let t = tempfile::tempdir().unwrap();
     let bad = t.path().join("bad.toml");
     std::fs::write(&bad, "summary = \"x\"\nvllm = \"0.15.1\"\ncommand = \"vllm serve m\"\ngpus = { model = \"h100\", count = \"eight\" }\n[expect]\nstatus = \"ready\"\n").unwrap();
     let (code, _, err) = stdout_of(faultkit().arg("simulate").arg(&bad));
     assert_eq!(code, 64);
-    assert!(err.contains("bad.toml:4:"), "error must point at file:line:col: {err}");
+    assert!(
+        err.contains("bad.toml:4:"),
+        "error must point at file:line:col: {err}"
+    );
     std::fs::write(&bad, "summary = \"x\"\nvllm = \"0.15.1\"\ncommand = \"vllm serve m\"\ngpus = { model = \"h100\", count = 1 }\n[expect]\nstatus = \"crashed\"\nroot_cause = \"gremlins\"\n").unwrap();
     let (code, _, err) = stdout_of(faultkit().arg("simulate").arg(&bad));
     assert_eq!(code, 64);
-    assert!(err.contains("bad.toml:7:14") && err.contains("gremlins"), "{err}");
+    assert!(
+        err.contains("bad.toml:7:14") && err.contains("gremlins"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -93,8 +119,14 @@ fn triage_names_the_root_cause_with_exit_1() {
     let (code, out, _) = stdout_of(faultkit().arg("triage").arg(&log));
     assert_eq!(code, 1);
     assert!(out.contains("fp8_kv_cache_unsupported_backend"), "{out}");
-    assert!(out.contains("--kv-cache-dtype bfloat16"), "the fix is printed: {out}");
-    assert!(!out.contains('\x1b'), "no colour when stdout is not a terminal");
+    assert!(
+        out.contains("--kv-cache-dtype bfloat16"),
+        "the fix is printed: {out}"
+    );
+    assert!(
+        !out.contains('\x1b'),
+        "no colour when stdout is not a terminal"
+    );
     let (code, out, _) = stdout_of(faultkit().arg("triage").arg(&log).arg("--json"));
     assert_eq!(code, 1);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
@@ -102,11 +134,20 @@ fn triage_names_the_root_cause_with_exit_1() {
     assert_eq!(v["status"], "crashed");
     assert_eq!(v["root_cause"]["ranks"].as_array().unwrap().len(), 8);
     // Colour only when asked.
-    let (_, out, _) = stdout_of(faultkit().arg("triage").arg(&log).args(["--color", "always"]));
+    let (_, out, _) = stdout_of(
+        faultkit()
+            .arg("triage")
+            .arg(&log)
+            .args(["--color", "always"]),
+    );
     assert!(out.contains("\x1b[1;31m"));
     // stdin
     let bytes = std::fs::read(&log).unwrap();
-    let (code, out, _) = stdout_of(faultkit().args(["triage", "-", "--json"]).write_stdin(bytes));
+    let (code, out, _) = stdout_of(
+        faultkit()
+            .args(["triage", "-", "--json"])
+            .write_stdin(bytes),
+    );
     assert_eq!(code, 1);
     assert!(out.contains("fp8_kv_cache_unsupported_backend"));
 }
@@ -117,12 +158,15 @@ fn triage_bad_input_gets_documented_exit_codes() {
     let p = |n: &str| t.path().join(n);
     std::fs::write(p("empty.log"), b"").unwrap();
     std::fs::write(p("nul.log"), vec![0u8; 10_000]).unwrap();
-    let junk: Vec<u8> = (0..50_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+    let junk: Vec<u8> = (0..50_000u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect();
     std::fs::write(p("junk.bin"), junk).unwrap();
     for (file, code) in [("empty.log", 3), ("nul.log", 3), ("junk.bin", 3)] {
         let (c, out, err) = stdout_of(faultkit().arg("triage").arg(p(file)).arg("--json"));
         assert_eq!(c, code, "{file}: {out}{err}");
-        let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{file}: {e}: {out}"));
+        let v: serde_json::Value =
+            serde_json::from_str(&out).unwrap_or_else(|e| panic!("{file}: {e}: {out}"));
         assert_eq!(v["status"], "unknown");
     }
     // A directory, a missing file: 66, nothing on stdout, a reason on stderr.
@@ -140,9 +184,17 @@ fn triage_bad_input_gets_documented_exit_codes() {
     let (c, _, _) = stdout_of(faultkit().args(["triage"]));
     assert_eq!(c, 64);
     std::fs::write(p("rules.toml"), "[[rule]]\nid = \"x\"\nregex = '('\n").unwrap();
-    let (c, _, err) = stdout_of(faultkit().args(["triage", "x.log", "--rules"]).arg(p("rules.toml")));
+    let (c, _, err) = stdout_of(
+        faultkit()
+            .args(["triage", "x.log", "--rules"])
+            .arg(p("rules.toml")),
+    );
     assert_eq!(c, 64, "{err}");
-    let (c, _, _) = stdout_of(faultkit().args(["triage", "x.log", "--rules"]).arg(p("nope.toml")));
+    let (c, _, _) = stdout_of(
+        faultkit()
+            .args(["triage", "x.log", "--rules"])
+            .arg(p("nope.toml")),
+    );
     assert_eq!(c, 66);
 }
 
@@ -161,23 +213,39 @@ fn triage_escapes_hostile_log_text_and_masks_secrets() {
     let (code, out, _) = stdout_of(faultkit().arg("triage").arg(&log));
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("port_in_use"));
-    assert!(!out.contains('\x1b') && !out.contains('\x07'), "raw control characters reached the terminal: {out:?}");
+    assert!(
+        !out.contains('\x1b') && !out.contains('\x07'),
+        "raw control characters reached the terminal: {out:?}"
+    );
     assert!(!out.contains("hf_abcdefghij"), "token not masked: {out}");
     let (_, json, _) = stdout_of(faultkit().arg("triage").arg(&log).arg("--json"));
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
-    assert!(!v["root_cause"]["text"].as_str().unwrap().contains("hf_abcdefghij"));
+    assert!(!v["root_cause"]["text"]
+        .as_str()
+        .unwrap()
+        .contains("hf_abcdefghij"));
 }
 
 #[test]
 fn triage_with_user_rules() {
     let t = tempfile::tempdir().unwrap();
     let log = t.path().join("a.log");
-    std::fs::write(&log, "ERROR 01-28 14:02:07 [x.py:1] FrobnicatorError: the frobnicator jammed\n").unwrap();
+    std::fs::write(
+        &log,
+        "ERROR 01-28 14:02:07 [x.py:1] FrobnicatorError: the frobnicator jammed\n",
+    )
+    .unwrap();
     let (code, out, _) = stdout_of(faultkit().arg("triage").arg(&log).arg("--json"));
     assert_eq!(code, 2, "unknown cause: {out}");
     let rules = t.path().join("r.toml");
     std::fs::write(&rules, "[[rule]]\nid = \"frobnicator_jam\"\nliterals = [\"frobnicator\"]\nregex = 'frobnicator jammed'\nfix = \"Unjam it.\"\n").unwrap();
-    let (code, out, _) = stdout_of(faultkit().arg("triage").arg(&log).arg("--rules").arg(&rules));
+    let (code, out, _) = stdout_of(
+        faultkit()
+            .arg("triage")
+            .arg(&log)
+            .arg("--rules")
+            .arg(&rules),
+    );
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("frobnicator_jam") && out.contains("Unjam it."));
 }
@@ -199,7 +267,8 @@ fn scenario_runs_one_and_writes_reports() {
     assert_eq!(code, 0, "{out}{err}");
     let x = std::fs::read_to_string(&junit).unwrap();
     assert_eq!(x.matches("<testcase").count(), 2, "{x}");
-    let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(r["results"].as_array().unwrap().len(), 2);
     assert!(r["results"][0]["seed"].is_u64());
     let (code, _, err) = stdout_of(faultkit().args(["scenario", "nope"]));
@@ -220,10 +289,24 @@ fn scenario_scores_other_triage_commands() {
     assert_eq!(code, 0, "{out}");
     // Plain text passes when it quotes the root-cause line.
     let cmd = "grep -a 'ValueError: No valid attention backend' {log} | head -1";
-    let (code, out, _) = stdout_of(faultkit().args(["scenario", "fp8-kv-sm120", "--triage-cmd", cmd, "--out"]).arg(t.path()));
+    let (code, out, _) = stdout_of(
+        faultkit()
+            .args(["scenario", "fp8-kv-sm120", "--triage-cmd", cmd, "--out"])
+            .arg(t.path()),
+    );
     assert_eq!(code, 0, "{out}");
     // And fails when it does not.
-    let (code, out, _) = stdout_of(faultkit().args(["scenario", "fp8-kv-sm120", "--triage-cmd", "echo all good", "--out"]).arg(t.path()));
+    let (code, out, _) = stdout_of(
+        faultkit()
+            .args([
+                "scenario",
+                "fp8-kv-sm120",
+                "--triage-cmd",
+                "echo all good",
+                "--out",
+            ])
+            .arg(t.path()),
+    );
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("reproduce:"), "{out}");
 }
@@ -231,7 +314,10 @@ fn scenario_scores_other_triage_commands() {
 #[test]
 fn baselines_fail_stale_and_secondary_scenarios() {
     let t = tempfile::tempdir().unwrap();
-    for (baseline, secondary_case) in [("tail", "crash/fp8-kv-sm120"), ("grep-tail", "runtime/serving-worker-killed")] {
+    for (baseline, secondary_case) in [
+        ("tail", "crash/fp8-kv-sm120"),
+        ("grep-tail", "runtime/serving-worker-killed"),
+    ] {
         let json = t.path().join(format!("{baseline}.json"));
         let (code, _, _) = stdout_of(
             faultkit()
@@ -241,7 +327,8 @@ fn baselines_fail_stale_and_secondary_scenarios() {
                 .arg(t.path().join(baseline)),
         );
         assert_eq!(code, 1, "{baseline} must fail some scenarios");
-        let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let r: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
         let failed: Vec<&str> = r["results"]
             .as_array()
             .unwrap()
@@ -249,7 +336,10 @@ fn baselines_fail_stale_and_secondary_scenarios() {
             .filter(|x| !x["passed"].as_bool().unwrap())
             .map(|x| x["scenario"].as_str().unwrap())
             .collect();
-        assert!(failed.contains(&"files/relaunch-stale-tail"), "{baseline}: {failed:?}");
+        assert!(
+            failed.contains(&"files/relaunch-stale-tail"),
+            "{baseline}: {failed:?}"
+        );
         // tail -20 shows the API server's echo, not the worker's cause; grep-tail misses a cause
         // that only the engine core reports.
         assert!(failed.contains(&secondary_case), "{baseline}: {failed:?}");

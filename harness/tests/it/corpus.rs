@@ -72,10 +72,7 @@ fn triage_accuracy_on_real_logs() {
     let n = rows.len();
     let ids = rows.iter().filter(|r| r.id_ok).count();
     let texts = rows.iter().filter(|r| r.text_ok).count();
-    println!(
-        "{:<78} {:<5} {:<5} expected → got",
-        "log", "id", "line"
-    );
+    println!("{:<78} {:<5} {:<5} expected → got", "log", "id", "line");
     for r in &rows {
         println!(
             "{:<78} {:<5} {:<5} {}",
