@@ -1,6 +1,7 @@
 //! The `faultkit` command line: argument parsing and dispatch. Exit codes come from
 //! `harness::triage::ExitCode`, defined once.
 
+mod mapped;
 mod simulate;
 mod triage;
 

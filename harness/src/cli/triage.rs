@@ -48,72 +48,47 @@ fn parse_launch(s: &str) -> Result<LaunchSel, String> {
     }
 }
 
-/// How much of the file was read.
-struct Input {
-    bytes: Vec<u8>,
-    tail: Option<triage::Tail>,
+/// The bytes of the log: a mapping for regular files (zero-copy; triage of the newest launch
+/// touches only the pages it reads), a buffer for standard input, FIFOs and devices.
+enum Input {
+    Mapped(super::mapped::Mapped),
+    Bytes(Vec<u8>),
 }
 
-/// Read the log. Regular files larger than `FULL_SCAN_BYTES_MAX` are read from the end in
-/// growing blocks until the newest launch's start is inside, so the cost follows the launch, not
-/// the file. Positioned reads instead of mmap: a log that another process truncates while it is
-/// mapped would kill the reader with SIGBUS.
-fn read_input(path: &str, newest_only: bool) -> Result<Input, String> {
-    use std::os::unix::fs::FileExt;
+impl std::ops::Deref for Input {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Input::Mapped(m) => m,
+            Input::Bytes(b) => b,
+        }
+    }
+}
+
+fn read_input(path: &str) -> Result<Input, String> {
     if path == "-" {
         let mut buf = Vec::new();
         std::io::stdin()
             .lock()
             .read_to_end(&mut buf)
             .map_err(|e| format!("reading standard input: {e}"))?;
-        return Ok(Input {
-            bytes: buf,
-            tail: None,
-        });
+        return Ok(Input::Bytes(buf));
     }
     let meta = std::fs::metadata(path).map_err(|e| format!("{path}: {e}"))?;
     if meta.is_dir() {
         return Err(format!("{path}: is a directory, not a log file"));
     }
     let mut file = std::fs::File::open(path).map_err(|e| format!("{path}: {e}"))?;
-    let len = meta.len();
-    if !meta.is_file() || !newest_only || len <= triage::FULL_SCAN_BYTES_MAX as u64 {
-        // FIFOs, devices, small files: read it all (the file may shrink meanwhile: fine).
-        let mut buf = Vec::new();
-        file.read_to_end(&mut buf)
-            .map_err(|e| format!("{path}: {e}"))?;
-        return Ok(Input {
-            bytes: buf,
-            tail: None,
-        });
+    if meta.is_file() && meta.len() > 0 {
+        return super::mapped::map(&file)
+            .map(Input::Mapped)
+            .map_err(|e| format!("{path}: {e}"));
     }
-    let mut block: u64 = 8 << 20;
-    loop {
-        let start = len.saturating_sub(block);
-        let mut buf = vec![0u8; (len - start) as usize];
-        let mut got = 0usize;
-        while got < buf.len() {
-            match file.read_at(&mut buf[got..], start + got as u64) {
-                Ok(0) => break,
-                Ok(n) => got += n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(format!("{path}: {e}")),
-            }
-        }
-        // The file shrank while we read: what we got is what there is.
-        buf.truncate(got);
-        let found = triage::segment::last_boundary(&buf).is_some_and(|b| b.offset > 0);
-        if found || start == 0 {
-            return Ok(Input {
-                bytes: buf,
-                tail: Some(triage::Tail {
-                    offset: start,
-                    total_len: len,
-                }),
-            });
-        }
-        block = block.saturating_mul(4);
-    }
+    // FIFOs, character devices, empty files.
+    let mut buf = Vec::new();
+    file.read_to_end(&mut buf)
+        .map_err(|e| format!("{path}: {e}"))?;
+    Ok(Input::Bytes(buf))
 }
 
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
@@ -132,8 +107,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
             &rules_owned
         }
     };
-    let newest_only = a.launch == LaunchSel::Newest && a.pid.is_none();
-    let input = match read_input(&a.log, newest_only) {
+    let input = match read_input(&a.log) {
         Ok(i) => i,
         Err(e) => return fail(ExitCode::NoInput, e),
     };
@@ -141,10 +115,10 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         launch: a.launch,
         pid: a.pid,
         rules,
-        tail: input.tail,
+        tail: None,
         explain: a.explain,
     };
-    let mut out = triage::triage(&input.bytes, &opts);
+    let mut out = triage::triage(&input, &opts);
     match &mut out {
         Output::One(v) => render::mask_verdict(v),
         Output::All(vs) => vs.iter_mut().for_each(render::mask_verdict),

@@ -7,7 +7,6 @@
 
 use std::collections::BTreeMap;
 
-use aho_corasick::AhoCorasick;
 use regex::Regex;
 use std::sync::OnceLock;
 
@@ -62,26 +61,6 @@ pub struct Analysis {
     pub verdict: Verdict,
     pub last_line: u64,
     pub pids: Vec<u32>,
-}
-
-fn prefilter(rules: &RuleSet) -> AhoCorasick {
-    let mut lits: Vec<String> = scan::STRUCTURAL.iter().map(|s| s.to_string()).collect();
-    for r in rules.rules() {
-        for l in &r.literals {
-            if !lits.contains(l) {
-                lits.push(l.clone());
-            }
-        }
-    }
-    AhoCorasick::builder()
-        .match_kind(aho_corasick::MatchKind::LeftmostFirst)
-        .build(&lits)
-        .expect("literals build")
-}
-
-fn builtin_prefilter() -> &'static AhoCorasick {
-    static AC: OnceLock<AhoCorasick> = OnceLock::new();
-    AC.get_or_init(|| prefilter(RuleSet::builtin()))
 }
 
 fn is_exception_like(body: &str) -> bool {
@@ -298,18 +277,11 @@ pub fn analyze_launch(
     b: &[u8],
     region: &Region,
     rules: &RuleSet,
+    sc: &scan::Scan,
     explain: bool,
     diagnostics: &mut Vec<String>,
 ) -> Analysis {
-    let own_ac;
-    let ac: &AhoCorasick = if std::ptr::eq(rules, RuleSet::builtin()) {
-        builtin_prefilter()
-    } else {
-        own_ac = prefilter(rules);
-        &own_ac
-    };
-    let hits = scan::candidate_hits(ac, b, region.start, region.end);
-    let mut lines = WindowedLines::new(b, region.start, region.end, region.first_line, hits);
+    let mut lines = WindowedLines::new(b, sc, region.start, region.end, region.first_line);
     let mut asm = Assembler::new();
     let mut ready = false;
     let mut stopped = false;
@@ -336,7 +308,10 @@ pub fn analyze_launch(
         if !after_nul {
             content_before_nul = true;
         }
-        started = true;
+        // A launch is under way once a line is recognisably vLLM's (a header or a prefix).
+        if p.header == HeaderKind::Vllm || p.process.is_some() || p.header == HeaderKind::Uvicorn {
+            started = true;
+        }
         if let Some(pid) = p.pid {
             // A different API server, or a writer first seen after a NUL hole (an older
             // server still writing at its old offset), belongs to another launch.
@@ -581,7 +556,7 @@ pub fn analyze_launch(
     }
     v.secondary = sec;
     v.evidence = evidence;
-    let mut damage: Vec<Damage> = scan::damage(b, region.start, region.end, b.len());
+    let mut damage: Vec<Damage> = scan::damage(b, sc, region.start, region.end);
     // A file that begins with a hole was rotated (copytruncate) under a writer without
     // O_APPEND: it continues mid-launch.
     if region.start == 0 && b.first() == Some(&0) {

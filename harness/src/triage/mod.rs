@@ -136,7 +136,8 @@ pub fn triage(b: &[u8], opts: &Options<'_>) -> Output {
     }
     if b.iter().all(|&c| c == 0) {
         let mut v = Verdict::empty();
-        v.damage = scan::damage(b, 0, b.len(), b.len());
+        let sc = scan::Scan::new(scan::Candidates::builtin(), b, 0, b.len());
+        v.damage = scan::damage(b, &sc, 0, b.len());
         v.diagnostics.push(
             "the input holds only NUL bytes (a truncated log whose writer never wrote again?)"
                 .into(),
@@ -152,10 +153,17 @@ pub fn triage(b: &[u8], opts: &Options<'_>) -> Output {
     }
     let whole =
         b.len() <= FULL_SCAN_BYTES_MAX || opts.launch != LaunchSel::Newest || opts.pid.is_some();
-    let bounds = if whole {
-        segment::boundaries(b)
+    let cands = scan::Candidates::get(opts.rules);
+    // One search over the bytes that matter: the whole file, or (newest launch of a large file)
+    // backwards from the end to the launch start.
+    let (bounds, sc) = if whole {
+        let sc = scan::Scan::new(&cands, b, 0, b.len());
+        (segment::boundaries_from_hits(b, &sc.hits), sc)
     } else {
-        segment::last_boundary(b).into_iter().collect()
+        match segment::last_boundary_with_scan(b, &cands) {
+            Some((bd, sc)) => (vec![bd], sc),
+            None => (Vec::new(), scan::Scan::new(&cands, b, 0, b.len())),
+        }
     };
     let launches = launches_of(b, &bounds);
     if launches.is_empty() {
@@ -199,7 +207,11 @@ pub fn triage(b: &[u8], opts: &Options<'_>) -> Output {
         }
         if l.start > counted_to {
             if l.start - counted_to <= LINE_COUNT_BYTES_MAX || whole {
-                line_base += bytecount::count(&b[counted_to..l.start], b'\n') as u64;
+                line_base += if whole {
+                    sc.newlines_between(b, counted_to, l.start)
+                } else {
+                    bytecount::count(&b[counted_to..l.start], b'\n') as u64
+                };
             } else {
                 relative_lines = true;
                 line_base = 1;
@@ -213,7 +225,7 @@ pub fn triage(b: &[u8], opts: &Options<'_>) -> Output {
             launch_pid: l.pid,
         };
         let mut d = Vec::new();
-        let a = analyze_launch(b, &region, opts.rules, opts.explain, &mut d);
+        let a = analyze_launch(b, &region, opts.rules, &sc, opts.explain, &mut d);
         infos.push(LaunchInfo {
             index: i,
             first_line: line_base,

@@ -6,11 +6,10 @@
 //! [`boundaries`] over a byte range and [`last_boundary`], which searches backwards from the end
 //! so the newest launch of a huge file costs what the launch costs.
 
-use std::sync::OnceLock;
-
 use aho_corasick::AhoCorasick;
 
 use super::grammar::{head, parse_line};
+use super::scan::{Candidates, Hit, Scan};
 
 const NEEDLES: &[&str] = &[
     "vLLM API server version ",
@@ -26,11 +25,6 @@ const NEEDLES: &[&str] = &[
 const BACKWARD_BLOCK_BYTES: usize = 4 << 20;
 /// A banner line and the `non-default args` line of one launch are this close.
 const BANNER_SPAN_LINES: usize = 12;
-
-fn automaton() -> &'static AhoCorasick {
-    static AC: OnceLock<AhoCorasick> = OnceLock::new();
-    AC.get_or_init(|| AhoCorasick::new(NEEDLES).expect("needles build"))
-}
 
 /// What marks a launch start.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -123,16 +117,31 @@ fn banner_start(b: &[u8], start: usize, pid: Option<u32>) -> usize {
 
 /// All launch starts in `b`, in file order.
 pub fn boundaries(b: &[u8]) -> Vec<Boundary> {
+    let scan = Scan::new(Candidates::builtin(), b, 0, b.len());
+    boundaries_from_hits(b, &scan.hits)
+}
+
+/// Launch starts among the candidate lines of one forward scan (the same pass that finds the
+/// errors), so a file is searched once.
+pub fn boundaries_from_hits(b: &[u8], hits: &[Hit]) -> Vec<Boundary> {
     let mut raw: Vec<(usize, usize, Mark, Option<u32>)> = Vec::new();
     let mut last_line_start = usize::MAX;
-    for m in automaton().find_iter(b) {
-        let ls = line_start(b, m.start());
+    for h in hits {
+        let ls = line_start(b, h.offset);
         if ls == last_line_start {
             continue;
         }
         last_line_start = ls;
-        let le = line_end(b, m.start());
-        if let Some((mark, pid)) = mark_of(&b[ls..le]) {
+        let le = line_end(b, h.offset);
+        let line = &b[ls..le];
+        // Only lines with a boundary word can be a launch start.
+        if !NEEDLES
+            .iter()
+            .any(|n| memchr::memmem::find(line, n.as_bytes()).is_some())
+        {
+            continue;
+        }
+        if let Some((mark, pid)) = mark_of(line) {
             raw.push((ls, le, mark, pid));
         }
     }
@@ -185,11 +194,20 @@ fn merge(b: &[u8], raw: Vec<(usize, usize, Mark, Option<u32>)>) -> Vec<Boundary>
 
 /// The last launch start in `b`, searching backwards block by block.
 pub fn last_boundary(b: &[u8]) -> Option<Boundary> {
+    last_boundary_with_scan(b, Candidates::builtin()).map(|(bd, _)| bd)
+}
+
+/// The last launch start in `b` and the scan of the bytes from it to the end, searching
+/// backwards block by block: the newest launch of a huge file costs what the launch costs, and
+/// its bytes are read once.
+pub fn last_boundary_with_scan(b: &[u8], c: &Candidates) -> Option<(Boundary, Scan)> {
     let mut end = b.len();
+    let mut later: Option<Scan> = None;
     while end > 0 {
         let start = end.saturating_sub(BACKWARD_BLOCK_BYTES);
         let start = if start == 0 { 0 } else { line_start(b, start) };
-        // Include a little before the block so a banner + args pair is not split.
+        let block = Scan::new(c, b, start, end);
+        // A banner a few lines before the block may belong to a boundary in it.
         let ctx = if start == 0 {
             0
         } else {
@@ -202,12 +220,30 @@ pub fn last_boundary(b: &[u8]) -> Option<Boundary> {
             }
             s
         };
-        let found = boundaries(&b[ctx..end]);
-        if let Some(last) = found.last() {
-            let mut bd = *last;
-            bd.offset += ctx;
-            return Some(bd);
+        let ctx_scan = Scan::new(c, b, ctx, start);
+        let mut hits = ctx_scan.hits.clone();
+        hits.extend_from_slice(&block.hits);
+        let found = boundaries_from_hits(b, &hits);
+        if let Some(last) = found.last().copied() {
+            let mut scan = if last.offset < start {
+                let mut head = Scan::new(c, b, last.offset, start);
+                head.append(block);
+                head
+            } else {
+                let mut blk = block;
+                blk.keep_from(last.offset);
+                blk
+            };
+            if let Some(l) = later {
+                scan.append(l);
+            }
+            return Some((last, scan));
         }
+        let mut blk = block;
+        if let Some(l) = later {
+            blk.append(l);
+        }
+        later = Some(blk);
         if start == 0 {
             break;
         }
