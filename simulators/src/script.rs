@@ -66,6 +66,28 @@ pub struct LaunchLog {
     pub api_pid: u32,
     /// The user-visible server port.
     pub port: u16,
+    /// Processes that die from a signal (a fault), and when: the fake server delivers it.
+    pub deaths: Vec<Death>,
+    /// Processes that stop making progress, and from when.
+    pub hangs: Vec<Hang>,
+    /// Names of the `/dev/shm` segments the launch creates (`psm_…`).
+    pub shm_names: Vec<String>,
+}
+
+/// A process killed by a signal at `t`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Death {
+    /// The role of the process (`Worker3`, `APIServer`).
+    pub role: String,
+    pub t: SimTime,
+    pub signal: i32,
+}
+
+/// A process that stops making progress at `t` and writes nothing more.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Hang {
+    pub role: String,
+    pub t: SimTime,
 }
 
 impl LaunchLog {
@@ -100,6 +122,9 @@ struct Builder<'a> {
     events: Vec<Event>,
     root: Option<usize>,
     vars: BTreeMap<&'static str, String>,
+    deaths: Vec<Death>,
+    hangs: Vec<Hang>,
+    shm_names: Vec<String>,
 }
 
 const API: usize = 0;
@@ -307,6 +332,23 @@ impl<'a> Builder<'a> {
         self.events[idx].mark = Some(line);
         self.root = Some(idx);
     }
+
+    /// `proc` is killed by `signal` at `t`: it writes nothing after that.
+    fn die(&mut self, proc: usize, t: SimTime, signal: Signal) {
+        self.deaths.push(Death {
+            role: self.procs[proc].role.clone(),
+            t,
+            signal: signal.number(),
+        });
+    }
+
+    /// `proc` stops making progress at `t`.
+    fn hang(&mut self, proc: usize, t: SimTime) {
+        self.hangs.push(Hang {
+            role: self.procs[proc].role.clone(),
+            t,
+        });
+    }
 }
 
 /// Process roles and naming.
@@ -341,7 +383,7 @@ pub fn thousands(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -375,6 +417,9 @@ pub fn build_launch(
         events: Vec::new(),
         root: None,
         vars: BTreeMap::new(),
+        deaths: Vec::new(),
+        hangs: Vec::new(),
+        shm_names: Vec::new(),
     };
     let model_name = d.args.model.clone();
     b.vars.insert("version", d.version.to_string());
@@ -565,6 +610,7 @@ pub fn build_launch(
         if let Some(_spec) = p.msg("shm_handle") {
             let readers: Vec<String> = (1..world).map(|r| r.to_string()).collect();
             let psm = format!("{:08x}", rng.next_u64() as u32);
+            b.shm_names.push(format!("psm_{psm}"));
             let uuid = uuid(&mut rng);
             b.log(
                 eng,
@@ -926,10 +972,10 @@ pub fn build_launch(
             return finish(b, status, failure, None, api_pid, d.args.port);
         }
         Some(Failure::Hang {
+            process,
             at: Phase::LoadWeights | Phase::InitDevice,
-            ..
         }) => {
-            hang_at_startup(&mut b, &workers, eng);
+            hang_at_startup(&mut b, &workers, eng, process);
             status = LaunchStatus::Hung;
             return finish(b, status, failure, None, api_pid, d.args.port);
         }
@@ -1247,6 +1293,9 @@ fn finish(
         end,
         api_pid,
         port,
+        deaths: b.deaths,
+        hangs: b.hangs,
+        shm_names: b.shm_names,
     }
 }
 
@@ -1976,7 +2025,7 @@ fn rank_of(b: &Builder<'_>, workers: &[usize], process: &str) -> usize {
 fn runtime_kill(b: &mut Builder<'_>, workers: &[usize], eng: usize, process: &str, signal: Signal) {
     let r = rank_of(b, workers, process);
     let t_kill = b.now(API).plus_ms(b.rng.range(100, 3000));
-    let _ = signal;
+    b.die(workers[r], t_kill, signal);
     b.set_time(eng, t_kill.plus_ms(b.rng.range(5, 60)));
     let idx = b.log(eng, "worker_died", &[("rank", r.to_string())]);
     if let Some(idx) = idx {
@@ -2023,6 +2072,7 @@ fn runtime_hang(b: &mut Builder<'_>, workers: &[usize], eng: usize, process: &st
     let r = rank_of(b, workers, process);
     let t = b.now(API).plus_ms(b.rng.range(100, 3000));
     let _ = eng;
+    b.hang(workers[r], t);
     // The first watchdog line is the first evidence: the hang itself writes nothing.
     let mut first_idx = None;
     let mut first_t = None;
@@ -2070,6 +2120,7 @@ fn killed_at_startup(
     let r = rank_of(b, workers, process);
     let uniproc = workers.len() == 1 && workers[0] == eng;
     let t = workers.iter().map(|&w| b.now(w)).max().unwrap_or_default();
+    b.die(workers[r], b.now(workers[r]), signal);
     b.set_time(eng, t.plus_ms(b.rng.range(50, 500)));
     if !uniproc {
         // The ready pipe of the dead worker closes: the engine core fails; there is no worker
@@ -2103,8 +2154,10 @@ fn killed_at_startup(
     }
 }
 
-fn hang_at_startup(b: &mut Builder<'_>, workers: &[usize], eng: usize) {
+fn hang_at_startup(b: &mut Builder<'_>, workers: &[usize], eng: usize, process: &str) {
     // The engine core waits for the stuck worker: the shm broadcast warning repeats.
+    let r = rank_of(b, workers, process);
+    b.hang(workers[r], b.now(workers[r]));
     let t = workers.iter().map(|&w| b.now(w)).max().unwrap_or_default();
     b.set_time(eng, t);
     let mut first = None;
@@ -2138,6 +2191,7 @@ fn host_oom(b: &mut Builder<'_>, workers: &[usize], eng: usize, api_pid: u32) {
         t.plus_ms(b.rng.range(200, 2000)),
         false,
     );
+    b.die(API, b.now(sh), Signal::Kill);
     let idx = b.raw(sh, "Killed\n".into());
     b.mark_root(idx, 0);
 }

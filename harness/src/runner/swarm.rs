@@ -34,7 +34,7 @@ pub fn draw(seed: u64) -> Scenario {
     } else {
         Some(pick(&mut rng, &models))
     };
-    let divisors: Vec<u32> = (1..=count).filter(|d| count % d == 0).collect();
+    let divisors: Vec<u32> = (1..=count).filter(|d| count.is_multiple_of(*d)).collect();
     let tp = *rng.pick(&divisors);
     let pp = if count / tp >= 2 && rng.chance(20) {
         2

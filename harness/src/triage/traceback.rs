@@ -204,7 +204,7 @@ impl Assembler {
             level: p.level,
         };
         // Close records idle for long (a stream that stopped mid-traceback).
-        if no % 512 == 0 {
+        if no.is_multiple_of(512) {
             let stale: Vec<StreamKey> = self
                 .open
                 .iter()

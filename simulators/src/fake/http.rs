@@ -1,0 +1,178 @@
+//! The fake server's HTTP side: `GET /health`, `GET /v1/models`, `POST /v1/completions` on a
+//! real socket, with uvicorn's access lines.
+//!
+//! Main function: [`serve`]. One connection at a time is enough for health checks and tests;
+//! every read has a timeout so a silent client cannot stall the server.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::time::Duration;
+
+/// Largest request head or body read.
+const REQUEST_BYTES_MAX: usize = 1 << 20;
+const READ_TIMEOUT_MS: u64 = 2_000;
+
+/// Serves on `listener` until the process exits. `access` receives each uvicorn access line.
+pub fn serve(listener: TcpListener, model: String, access: impl Fn(String)) {
+    for conn in listener.incoming() {
+        let Ok(stream) = conn else {
+            continue;
+        };
+        if let Some(line) = handle(stream, &model) {
+            access(line);
+        }
+    }
+}
+
+fn handle(mut stream: TcpStream, model: &str) -> Option<String> {
+    let peer = stream.peer_addr().ok()?;
+    stream
+        .set_read_timeout(Some(Duration::from_millis(READ_TIMEOUT_MS)))
+        .ok()?;
+    let mut reader = BufReader::new(stream.try_clone().ok()?);
+    let mut request_line = String::new();
+    reader.read_line(&mut request_line).ok()?;
+    let mut parts = request_line.split_whitespace();
+    let method = parts.next()?.to_string();
+    let path = parts.next()?.to_string();
+    let mut content_length = 0usize;
+    let mut head_bytes = request_line.len();
+    loop {
+        let mut h = String::new();
+        if reader.read_line(&mut h).ok()? == 0 {
+            break;
+        }
+        head_bytes += h.len();
+        if head_bytes > REQUEST_BYTES_MAX {
+            return None;
+        }
+        let h = h.trim_end();
+        if h.is_empty() {
+            break;
+        }
+        if let Some((k, v)) = h.split_once(':') {
+            if k.eq_ignore_ascii_case("content-length") {
+                content_length = v.trim().parse().unwrap_or(0);
+            }
+        }
+    }
+    let mut body = vec![0u8; content_length.min(REQUEST_BYTES_MAX)];
+    reader.read_exact(&mut body).ok()?;
+    let (code, reason, json) = respond(&method, &path, &body, model);
+    let payload = json.unwrap_or_default();
+    let resp = format!(
+        "HTTP/1.1 {code} {reason}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{payload}",
+        payload.len()
+    );
+    let _ = stream.write_all(resp.as_bytes());
+    let _ = stream.flush();
+    Some(format!(
+        "INFO:     {}:{} - \"{method} {path} HTTP/1.1\" {code} {reason}\n",
+        peer.ip(),
+        peer.port()
+    ))
+}
+
+fn respond(
+    method: &str,
+    path: &str,
+    body: &[u8],
+    model: &str,
+) -> (u16, &'static str, Option<String>) {
+    let path = path.split('?').next().unwrap_or(path);
+    match (method, path) {
+        ("GET", "/health") => (200, "OK", None),
+        ("GET", "/v1/models") => (
+            200,
+            "OK",
+            Some(
+                serde_json::json!({
+                    "object": "list",
+                    "data": [{"id": model, "object": "model", "owned_by": "vllm", "root": model}]
+                })
+                .to_string(),
+            ),
+        ),
+        ("POST", "/v1/completions") => {
+            let req: serde_json::Value = match serde_json::from_slice(body) {
+                Ok(v) => v,
+                Err(e) => {
+                    return (
+                        400,
+                        "Bad Request",
+                        Some(
+                            serde_json::json!({"error": {"message": e.to_string(), "type": "BadRequestError", "code": 400}})
+                                .to_string(),
+                        ),
+                    )
+                }
+            };
+            let prompt = req.get("prompt").and_then(|p| p.as_str()).unwrap_or("");
+            let max_tokens = req
+                .get("max_tokens")
+                .and_then(|m| m.as_u64())
+                .unwrap_or(16)
+                .min(64);
+            let text: String = std::iter::repeat_n(" token", max_tokens as usize).collect();
+            (
+                200,
+                "OK",
+                Some(
+                    serde_json::json!({
+                        "id": "cmpl-faultkit",
+                        "object": "text_completion",
+                        "model": model,
+                        "choices": [{"index": 0, "text": text, "finish_reason": "length"}],
+                        "usage": {"prompt_tokens": prompt.split_whitespace().count(), "completion_tokens": max_tokens}
+                    })
+                    .to_string(),
+                ),
+            )
+        }
+        (_, "/health" | "/v1/models" | "/v1/completions") => (
+            405,
+            "Method Not Allowed",
+            Some(r#"{"detail":"Method Not Allowed"}"#.to_string()),
+        ),
+        _ => (
+            404,
+            "Not Found",
+            Some(r#"{"detail":"Not Found"}"#.to_string()),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_health_models_and_completions() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || serve(l, "m".into(), move |line| tx.send(line).unwrap()));
+        let get = |req: String| {
+            let mut s = TcpStream::connect(addr).unwrap();
+            s.write_all(req.as_bytes()).unwrap();
+            let mut out = String::new();
+            s.read_to_string(&mut out).unwrap();
+            out
+        };
+        assert!(
+            get("GET /health HTTP/1.1\r\nHost: x\r\n\r\n".into()).starts_with("HTTP/1.1 200 OK")
+        );
+        assert!(rx
+            .recv()
+            .unwrap()
+            .contains("\"GET /health HTTP/1.1\" 200 OK"));
+        assert!(get("GET /v1/models HTTP/1.1\r\n\r\n".into()).contains("\"id\":\"m\""));
+        let body = r#"{"model":"m","prompt":"hi","max_tokens":3}"#;
+        let r = get(format!(
+            "POST /v1/completions HTTP/1.1\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        ));
+        assert!(r.contains("\"text\":\" token token token\""), "{r}");
+        assert!(get("GET /nope HTTP/1.1\r\n\r\n".into()).starts_with("HTTP/1.1 404"));
+    }
+}
