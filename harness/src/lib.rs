@@ -2,5 +2,6 @@
 //! catalog ([`catalog`]), and the `faultkit` command line.
 
 pub mod catalog;
+pub mod launch;
 pub mod runner;
 pub mod triage;

@@ -115,6 +115,60 @@ pub fn files_held_under(pid: u32, dir: &Path) -> BTreeSet<PathBuf> {
     out
 }
 
+/// Whether `pid` started with `key=value` in its environment (readable for own processes).
+pub fn environ_has(pid: u32, key: &str, value: &str) -> bool {
+    let Ok(raw) = fs::read(format!("/proc/{pid}/environ")) else {
+        return false;
+    };
+    let want = format!("{key}={value}");
+    raw.split(|&b| b == 0).any(|kv| kv == want.as_bytes())
+}
+
+/// Pids of processes with a listening TCP socket on `port` (IPv4 or IPv6, any address).
+/// Sockets of other users' processes are found in the tables but their pids stay hidden.
+pub fn listeners_on(port: u16) -> (bool, Vec<u32>) {
+    let mut inodes = BTreeSet::new();
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let Ok(text) = fs::read_to_string(table) else {
+            continue;
+        };
+        for line in text.lines().skip(1) {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            // sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
+            let (Some(local), Some(state), Some(inode)) = (f.get(1), f.get(3), f.get(9)) else {
+                continue;
+            };
+            let listening = *state == "0A";
+            let p = local
+                .rsplit(':')
+                .next()
+                .and_then(|h| u16::from_str_radix(h, 16).ok());
+            if listening && p == Some(port) {
+                inodes.insert(format!("socket:[{inode}]"));
+            }
+        }
+    }
+    if inodes.is_empty() {
+        return (false, Vec::new());
+    }
+    let mut pids = Vec::new();
+    for p in all_processes() {
+        let Ok(fds) = fs::read_dir(format!("/proc/{}/fd", p.pid)) else {
+            continue;
+        };
+        let holds = fds.filter_map(|e| e.ok()).any(|fd| {
+            fs::read_link(fd.path())
+                .ok()
+                .and_then(|t| t.to_str().map(|s| inodes.contains(s)))
+                .unwrap_or(false)
+        });
+        if holds {
+            pids.push(p.pid);
+        }
+    }
+    (true, pids)
+}
+
 fn strip_deleted(p: PathBuf) -> PathBuf {
     match p.to_str().and_then(|s| s.strip_suffix(" (deleted)")) {
         Some(s) => PathBuf::from(s),
@@ -143,5 +197,18 @@ mod tests {
         assert!(same_process(me.pid, me.start_time));
         assert!(!same_process(me.pid, me.start_time + 1));
         assert!(!cmdline(me.pid).is_empty());
+        assert!(environ_has(me.pid, "PATH", &std::env::var("PATH").unwrap()));
+        assert!(!environ_has(me.pid, "FAULTKIT_NO_SUCH_VARIABLE", "1"));
+    }
+
+    #[test]
+    fn finds_the_listener_of_a_port() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        let (listening, pids) = listeners_on(port);
+        assert!(listening);
+        assert_eq!(pids, vec![std::process::id()]);
+        drop(l);
+        assert!(!listeners_on(port).0);
     }
 }

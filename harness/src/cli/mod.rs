@@ -1,6 +1,7 @@
 //! The `faultkit` command line: argument parsing and dispatch. Exit codes come from
 //! `harness::triage::ExitCode`, defined once.
 
+mod launch;
 mod mapped;
 mod simulate;
 mod triage;
@@ -24,6 +25,10 @@ struct Cli {
 enum Command {
     Simulate(simulate::Args),
     Triage(triage::Args),
+    Launch(launch::LaunchArgs),
+    Stop(launch::StopArgs),
+    Status(launch::StatusArgs),
+    Follow(launch::FollowArgs),
     Scenario(harness::runner::cli::ScenarioArgs),
 }
 
@@ -43,6 +48,10 @@ pub fn run() -> i32 {
     let result = match cli.command {
         Command::Simulate(a) => simulate::run(a),
         Command::Triage(a) => triage::run(a),
+        Command::Launch(a) => launch::launch(a),
+        Command::Stop(a) => launch::stop(a),
+        Command::Status(a) => launch::status(a),
+        Command::Follow(a) => launch::follow(a),
         Command::Scenario(a) => Ok(harness::runner::cli::run(a, "faultkit scenario", commit())),
     };
     match result {
