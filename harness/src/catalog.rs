@@ -20,6 +20,8 @@ pub enum FindError {
     NotFound { name: String, dir: String },
     #[error("{0}")]
     Invalid(#[from] ScenarioError),
+    #[error("{0}")]
+    Usage(String),
     #[error("cannot read scenario directory {dir}: {source}")]
     Io {
         dir: String,

@@ -20,6 +20,22 @@ fn cargo() -> Command {
     Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
 }
 
+/// Builds the fake server (`fake-vllm`, `fake-nvidia-smi`) in the profile of this xtask, so
+/// the process runner finds it beside the running program.
+pub fn build_fake() -> Result<()> {
+    let release = std::env::current_exe()?
+        .parent()
+        .is_some_and(|d| d.ends_with("release"));
+    let mut c = cargo();
+    c.args(["build", "--quiet", "--package", "simulators", "--bins"]);
+    if release {
+        c.arg("--release");
+    }
+    let status = c.status().context("building the fake server")?;
+    anyhow::ensure!(status.success(), "building the fake server failed");
+    Ok(())
+}
+
 struct Stage {
     name: &'static str,
     cmd: Command,
@@ -70,6 +86,27 @@ pub fn run() -> Result<i32> {
     ]);
     stages.push(Stage {
         name: "scenarios",
+        cmd: c,
+    });
+    let mut c = cargo();
+    c.args([
+        "run",
+        "--quiet",
+        "--release",
+        "--package",
+        "xtask",
+        "--",
+        "scenario",
+        "--all",
+        "--runner",
+        "process",
+        "--junit",
+        "target/scenarios-process.xml",
+        "--json",
+        "target/scenarios-process.json",
+    ]);
+    stages.push(Stage {
+        name: "processes",
         cmd: c,
     });
     let mut c = cargo();

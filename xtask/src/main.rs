@@ -29,6 +29,9 @@ fn main() -> Result<()> {
     let cli = Cli::parse();
     let code = match cli.command {
         Cmd::Scenario(a) => {
+            if a.runner() != "text" {
+                ci::build_fake()?;
+            }
             harness::runner::cli::run(a, "cargo xtask scenario", ci::commit()).code()
         }
         Cmd::Ci => ci::run()?,

@@ -91,7 +91,7 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     let scenario = match dir.find(&name) {
         Ok(s) => s,
         Err(e @ FindError::NotFound { .. }) => return fail(ExitCode::Usage, e),
-        Err(e @ FindError::Invalid(_)) => return fail(ExitCode::Usage, e),
+        Err(e @ (FindError::Invalid(_) | FindError::Usage(_))) => return fail(ExitCode::Usage, e),
         Err(e @ FindError::Io { .. }) => return fail(ExitCode::NoInput, e),
     };
     let vllm = match a.vllm.as_deref().map(|v| Version::parse(v).ok_or(v)) {

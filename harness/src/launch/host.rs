@@ -67,8 +67,11 @@ pub fn port_holders(port: u16) -> Vec<Holder> {
 /// GPUs among `indices` on which others already use more than `(1 − utilization)` of the
 /// memory — vLLM's own start-up check would fail there — with the processes on them. Empty
 /// when the GPUs are free enough or nvidia-smi is not available.
-pub fn gpu_holders(indices: &[u32], utilization: f64) -> Vec<Holder> {
-    let Some(gpus) = smi(&["--query-gpu=index,pci.bus_id,memory.used,memory.total"]) else {
+pub fn gpu_holders(indices: &[u32], utilization: f64, env: &[(String, String)]) -> Vec<Holder> {
+    let Some(gpus) = smi(
+        env,
+        &["--query-gpu=index,pci.bus_id,memory.used,memory.total"],
+    ) else {
         return Vec::new();
     };
     let mut short: Vec<(u32, String)> = Vec::new();
@@ -88,7 +91,7 @@ pub fn gpu_holders(indices: &[u32], utilization: f64) -> Vec<Holder> {
     if short.is_empty() {
         return Vec::new();
     }
-    let apps = smi(&["--query-compute-apps=pid,used_memory,gpu_bus_id"]).unwrap_or_default();
+    let apps = smi(env, &["--query-compute-apps=pid,used_memory,gpu_bus_id"]).unwrap_or_default();
     let mut out = Vec::new();
     for (i, bus) in short {
         let mut any = false;
@@ -114,9 +117,16 @@ pub fn gpu_holders(indices: &[u32], utilization: f64) -> Vec<Holder> {
     out
 }
 
+/// `nvidia-smi` as the server would find it: on the `PATH` of its environment.
+pub fn smi_command(env: &[(String, String)]) -> Command {
+    let mut c = Command::new("nvidia-smi");
+    c.envs(env.iter().map(|(k, v)| (k, v)));
+    c
+}
+
 /// Runs nvidia-smi with a CSV query; rows of trimmed fields.
-fn smi(query: &[&str]) -> Option<Vec<Vec<String>>> {
-    let out = Command::new("nvidia-smi")
+fn smi(env: &[(String, String)], query: &[&str]) -> Option<Vec<Vec<String>>> {
+    let out = smi_command(env)
         .args(query)
         .arg("--format=csv,noheader,nounits")
         .stdin(Stdio::null())

@@ -267,7 +267,7 @@ pub fn launch(
     };
     if opts.check_host {
         let mut holders = host::port_holders(facts.port);
-        holders.extend(host::gpu_holders(&facts.gpus, facts.utilization));
+        holders.extend(host::gpu_holders(&facts.gpus, facts.utilization, &opts.env));
         if !holders.is_empty() {
             let mut r = LaunchResult::early(
                 Outcome::Busy,
@@ -306,6 +306,7 @@ pub fn launch(
         shm_before,
         shm_seen: Vec::new(),
         state: "starting".into(),
+        env: opts.env.clone(),
     };
     st.save(&rec).map_err(LaunchError::State)?;
     on_progress(&format!(
@@ -432,6 +433,47 @@ pub fn launch(
         stop,
         holders: Vec::new(),
     })
+}
+
+/// Starts `argv` the way a shell's `nohup CMD > LOG &` does — no checks, no waiting — but
+/// records it in the state directory, so `stop` (and the scenario runner) can clean up after it.
+pub fn start_plain(
+    st: &StateDir,
+    argv: &[String],
+    log: &File,
+    log_path: &Path,
+    env: &[(String, String)],
+) -> Result<(std::process::Child, Record), LaunchError> {
+    let id = new_id();
+    let mut env = env.to_vec();
+    env.push((LAUNCH_ID_ENV.to_string(), id.clone()));
+    let shm_before = tree::shm_names();
+    let child = tree::spawn(argv, log, &env).map_err(|e| LaunchError::Spawn {
+        prog: argv.first().cloned().unwrap_or_default(),
+        source: e,
+    })?;
+    let pid = child.id();
+    let rec = Record {
+        schema: RECORD_SCHEMA.into(),
+        id,
+        argv: argv.to_vec(),
+        pid,
+        start_time: ProcInfo::read(pid).map_or(0, |p| p.start_time),
+        started_at: unix_secs(),
+        log: log_path.to_path_buf(),
+        port: 0,
+        health_url: String::new(),
+        shm_before,
+        shm_seen: Vec::new(),
+        state: "starting".into(),
+        env: env
+            .iter()
+            .filter(|(k, _)| k != LAUNCH_ID_ENV)
+            .cloned()
+            .collect(),
+    };
+    st.save(&rec).map_err(LaunchError::State)?;
+    Ok((child, rec))
 }
 
 /// Crashed with a known cause, or hung: the verdict cannot change any more.
@@ -573,11 +615,13 @@ fn tail_lines(path: &Path, done: &AtomicBool, tx: &mpsc::Sender<Event>) {
     }
 }
 
-/// Reaps zombies reparented to this process (when it is a child subreaper), except `keep`.
+/// Reaps zombies reparented to this process (when it is a child subreaper), except `keep` and
+/// children whose owner waits for them.
 pub fn reap_orphans(keep: &[u32]) {
     let me = std::process::id();
+    tree::forget_gone();
     for p in procfs::all_processes() {
-        if p.ppid == me && p.state == 'Z' && !keep.contains(&p.pid) {
+        if p.ppid == me && p.state == 'Z' && !keep.contains(&p.pid) && !tree::owned(p.pid) {
             if let Some(pid) = rustix::process::Pid::from_raw(p.pid as i32) {
                 let _ = rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::NOHANG);
             }

@@ -39,6 +39,9 @@ pub struct Record {
     pub shm_seen: Vec<String>,
     /// `ready`, `crashed`, `hung`, `timeout`, `interrupted`, `stopped`, `starting`.
     pub state: String,
+    /// Environment the server got on top of faultkit's (also used for its nvidia-smi checks).
+    #[serde(default)]
+    pub env: Vec<(String, String)>,
 }
 
 /// An open state directory.
@@ -188,6 +191,7 @@ mod tests {
             shm_before: vec![],
             shm_seen: vec![],
             state: "starting".into(),
+            env: vec![],
         };
         st.save(&r).unwrap();
         assert_eq!(st.current(), Some(r.clone()));

@@ -31,6 +31,26 @@ pub const KILL_WAIT_MS: u64 = 5_000;
 pub const GPU_RELEASE_WAIT_MS: u64 = 10_000;
 const POLL_MS: u64 = 20;
 
+/// Pids of children whose `Child` handle someone holds: they are waited for by their owner,
+/// never by [`reap_orphans`](super::reap_orphans).
+static OWNED: std::sync::Mutex<BTreeSet<u32>> = std::sync::Mutex::new(BTreeSet::new());
+
+/// Whether `pid` is a child this process spawned and will wait for itself.
+pub fn owned(pid: u32) -> bool {
+    OWNED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .contains(&pid)
+}
+
+/// Forgets owned pids that no longer exist.
+pub fn forget_gone() {
+    OWNED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .retain(|&p| ProcInfo::read(p).is_some());
+}
+
 /// Starts `argv` with stdout and stderr appended to `log`, stdin from /dev/null, in a new
 /// session (so a terminal's Ctrl-C or hang-up does not reach it), without a shell.
 pub fn spawn(argv: &[String], log: &File, env: &[(String, String)]) -> io::Result<Child> {
@@ -53,7 +73,12 @@ pub fn spawn(argv: &[String], log: &File, env: &[(String, String)]) -> io::Resul
             Ok(())
         });
     }
-    cmd.spawn()
+    let child = cmd.spawn()?;
+    OWNED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(child.id());
+    Ok(child)
 }
 
 /// Live processes of the launch `rec`.
@@ -143,10 +168,22 @@ pub fn stop(rec: &mut Record, term_wait_ms: u64, reap: &mut dyn FnMut()) -> Stop
             wait_gone(rec, KILL_WAIT_MS, reap);
         }
         report.left = members(rec).iter().map(|p| p.pid).collect();
-        report.gpu_released = wait_gpu_released(&pids);
+        report.gpu_released = wait_gpu_released(&pids, &rec.env);
     }
     report.shm_removed = remove_shm(rec);
     report
+}
+
+/// Sends `sig` to the launch's leader only (as `kill -9 <pid>` of the API server would), if it
+/// is still the process that was started. Returns whether a signal was sent.
+pub fn signal_leader(rec: &Record, sig: Signal) -> bool {
+    let Some(p) = ProcInfo::read(rec.pid) else {
+        return false;
+    };
+    if p.start_time != rec.start_time || !still_member(rec, &p) {
+        return false;
+    }
+    Pid::from_raw(rec.pid as i32).is_some_and(|pid| kill_process(pid, sig).is_ok())
 }
 
 fn signal_all(rec: &Record, procs: &[ProcInfo], sig: Signal, sent: &mut Vec<u32>) {
@@ -194,10 +231,10 @@ fn wait_gone(rec: &Record, bound_ms: u64, reap: &mut dyn FnMut()) {
 
 /// Waits until `nvidia-smi --query-compute-apps=pid` lists none of `pids`. `None` when there
 /// is no nvidia-smi to ask.
-fn wait_gpu_released(pids: &[u32]) -> Option<bool> {
+fn wait_gpu_released(pids: &[u32], env: &[(String, String)]) -> Option<bool> {
     let start = Instant::now();
     loop {
-        let listed = gpu_pids()?;
+        let listed = gpu_pids(env)?;
         if !listed.iter().any(|p| pids.contains(p)) {
             return Some(true);
         }
@@ -209,8 +246,8 @@ fn wait_gpu_released(pids: &[u32]) -> Option<bool> {
 }
 
 /// Pids nvidia-smi lists as GPU users, `None` without nvidia-smi.
-pub fn gpu_pids() -> Option<Vec<u32>> {
-    let out = Command::new("nvidia-smi")
+pub fn gpu_pids(env: &[(String, String)]) -> Option<Vec<u32>> {
+    let out = super::host::smi_command(env)
         .args(["--query-compute-apps=pid", "--format=csv,noheader"])
         .stdin(Stdio::null())
         .stderr(Stdio::null())

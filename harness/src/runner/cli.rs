@@ -72,6 +72,13 @@ pub struct ScenarioArgs {
     timeout: u64,
 }
 
+impl ScenarioArgs {
+    /// The runner asked for (`text`, `process`, `container`).
+    pub fn runner(&self) -> &str {
+        &self.runner
+    }
+}
+
 fn runner_of(s: &str) -> Runner {
     Runner::parse(s).unwrap_or(Runner::Text)
 }
@@ -207,6 +214,13 @@ fn show_verdict(log: &std::path::Path, cfg: &RunConfig, r: &CaseResult) -> Resul
     if !matches!(cfg.tut, Tut::Builtin) {
         return Ok(String::new());
     }
+    if r.runner == "process" {
+        // The process runner keeps the verdict it scored (the log kept growing after).
+        let dir = log.parent().ok_or("no case dir")?;
+        return std::fs::read_to_string(dir.join("verdict.txt"))
+            .map(|v| format!("\n{v}"))
+            .map_err(|e| e.to_string());
+    }
     let bytes = std::fs::read(log).map_err(|e| e.to_string())?;
     let truth: simulators::Truth = serde_json::from_str(
         &std::fs::read_to_string(log.with_file_name("truth.json")).map_err(|e| e.to_string())?,
@@ -262,6 +276,11 @@ fn select_cases(
     runner: Runner,
 ) -> Result<Vec<Case>, FindError> {
     let mut cases = Vec::new();
+    if a.swarm && runner != Runner::Text {
+        return Err(FindError::Usage(
+            "--swarm draws configurations for the text runner only".into(),
+        ));
+    }
     if a.swarm {
         for k in 0..a.count {
             cases.push(Case {

@@ -8,6 +8,7 @@
 pub mod adapter;
 pub mod cli;
 pub mod compare;
+pub mod process;
 pub mod report;
 pub mod snapshot;
 pub mod swarm;
@@ -132,8 +133,17 @@ pub fn run_case(case: &Case, cfg: &RunConfig) -> CaseResult {
         error: None,
         snapshot_diff: None,
     };
+    let mut extra: Vec<Mismatch> = Vec::new();
     let outcome = match case.runner {
         Runner::Text => run_text(case, cfg, &dir),
+        Runner::Process if cfg.tut != Tut::Builtin => {
+            Err("the process runner scores faultkit's own triage and launcher only".into())
+        }
+        Runner::Process => process::run(&case.scenario, case.seed, &dir).map(|r| {
+            result.log = r.log;
+            extra = r.extra;
+            (r.truth, Some(r.observed), Some(r.report))
+        }),
         other => Err(format!(
             "the `{}` runner is not available in this build",
             other.as_str()
@@ -155,6 +165,7 @@ pub fn run_case(case: &Case, cfg: &RunConfig) -> CaseResult {
                     mm.extend(compare::against_truth(
                         observed.as_ref().expect("some"),
                         &truth,
+                        case.runner == Runner::Text,
                     ));
                 }
                 _ => {}
@@ -178,6 +189,7 @@ pub fn run_case(case: &Case, cfg: &RunConfig) -> CaseResult {
                     }
                 }
             }
+            mm.extend(extra);
             result.passed = mm.is_empty() && result.snapshot_diff.is_none();
             result.mismatches = mm;
         }
