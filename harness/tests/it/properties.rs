@@ -48,7 +48,7 @@ fn verdict_matches_truth_on_every_scenario_and_seed() {
             let Output::One(v) = out else {
                 panic!("one verdict")
             };
-            let mm = against_truth(&observed_from_verdict(&v), &truth);
+            let mm = against_truth(&observed_from_verdict(&v), &truth, true);
             if !mm.is_empty() {
                 failures.push(format!(
                     "{} seed {seed}: {mm:?}\n  reproduce: cargo xtask scenario {} --seed {seed}",
