@@ -2,5 +2,6 @@
 
 mod cli;
 mod corpus;
+mod launch;
 mod properties;
 mod tidy;
