@@ -128,6 +128,7 @@ pub fn run() -> Result<i32> {
         name: "swarm",
         cmd: c,
     });
+    let started = std::time::SystemTime::now();
     let mut times = Vec::new();
     for mut s in stages {
         eprintln!("==> {}", s.name);
@@ -144,8 +145,50 @@ pub fn run() -> Result<i32> {
             return Ok(status.code().unwrap_or(1));
         }
     }
+    // Nothing the suite started may outlive it.
+    let t = Instant::now();
+    let left = leftovers(started);
+    times.push(("leftovers", t.elapsed().as_secs_f64(), left.is_empty()));
     report(&times);
+    if !left.is_empty() {
+        for l in &left {
+            eprintln!("left behind: {l}");
+        }
+        return Ok(1);
+    }
     Ok(0)
+}
+
+/// Processes of faultkit launches or the fake server still running, and `/dev/shm` segments
+/// named like the fake's that appeared since `since`.
+fn leftovers(since: std::time::SystemTime) -> Vec<String> {
+    use simulators::procfs;
+    let mut out = Vec::new();
+    for p in procfs::all_processes() {
+        if !p.alive() || p.pid == std::process::id() {
+            continue;
+        }
+        let env = std::fs::read(format!("/proc/{}/environ", p.pid)).unwrap_or_default();
+        let ours = env
+            .split(|&b| b == 0)
+            .any(|kv| kv.starts_with(b"FAULTKIT_LAUNCH_ID=") || kv.starts_with(b"FAULTKIT_ROLE="));
+        if ours {
+            out.push(format!("process {} {}", p.pid, procfs::cmdline(p.pid)));
+        }
+    }
+    if let Ok(dir) = std::fs::read_dir("/dev/shm") {
+        for e in dir.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let new = e
+                .metadata()
+                .and_then(|m| m.modified())
+                .is_ok_and(|m| m >= since);
+            if name.starts_with("psm_") && new {
+                out.push(format!("/dev/shm/{name}"));
+            }
+        }
+    }
+    out
 }
 
 fn report(times: &[(&str, f64, bool)]) {

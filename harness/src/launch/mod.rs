@@ -321,6 +321,7 @@ pub fn launch(
     let mut last: Option<Verdict> = None;
     let mut last_shm_note = Instant::now();
     let mut held: std::collections::VecDeque<Event> = std::collections::VecDeque::new();
+    let mut reported = false;
     let outcome = loop {
         let left = deadline.saturating_duration_since(Instant::now());
         let ev = match held.pop_front() {
@@ -343,11 +344,16 @@ pub fn launch(
                     }
                 }
                 let v = verdict_of(&bytes, None);
-                let final_failure = is_final_failure(&v);
-                last = Some(v);
-                if let Some(o) = final_failure {
+                if let Some(o) = is_final_failure(&v) {
+                    // Reported at once; stopping the tree comes after.
+                    let mut shown = v.clone();
+                    crate::triage::render::mask_verdict(&mut shown);
+                    on_verdict(&shown);
+                    reported = true;
+                    last = Some(v);
                     break o;
                 }
+                last = Some(v);
                 if last_shm_note.elapsed() >= Duration::from_millis(SHM_NOTE_MS) {
                     let procs = tree::members(&rec);
                     tree::note_shm(&mut rec, &procs);
@@ -407,7 +413,9 @@ pub fn launch(
     };
     let mut stop = None;
     if outcome != Outcome::Ready {
-        on_verdict(&verdict);
+        if !reported {
+            on_verdict(&verdict);
+        }
         on_progress(&format!("stopping launch {id}"));
         let mut reap = || reap_orphans(&[pid]);
         stop = Some(tree::stop(&mut rec, opts.term_wait_ms, &mut reap));
@@ -552,7 +560,12 @@ impl Waiter {
                         let _ = tx.send(Event::HealthOk);
                         return;
                     }
-                    std::thread::sleep(Duration::from_millis(HEALTH_POLL_MS));
+                    for _ in 0..HEALTH_POLL_MS / LOG_POLL_MS {
+                        if done.load(Ordering::Relaxed) {
+                            return;
+                        }
+                        std::thread::sleep(Duration::from_millis(LOG_POLL_MS));
+                    }
                 }
             }));
         }

@@ -60,6 +60,37 @@ fn triage_is_pure() {
 }
 
 #[test]
+fn only_launch_and_the_fake_server_send_signals() {
+    let allowed = ["harness/src/launch/", "simulators/src/fake/"];
+    for f in sources() {
+        let rel = f
+            .strip_prefix(root())
+            .unwrap_or(&f)
+            .to_string_lossy()
+            .replace('\\', "/");
+        if allowed.iter().any(|a| rel.starts_with(a)) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&f).unwrap();
+        for banned in [
+            "kill_process",
+            "libc::kill",
+            "Command::new(\"kill\")",
+            "nix::sys::signal",
+        ] {
+            for (n, line) in text.lines().enumerate() {
+                let code = line.split("//").next().unwrap_or("");
+                assert!(
+                    !code.contains(banned),
+                    "{rel}:{}: only harness::launch and the fake server signal processes (`{banned}`)",
+                    n + 1
+                );
+            }
+        }
+    }
+}
+
+#[test]
 fn every_module_says_what_it_is_for() {
     for f in sources() {
         let text = std::fs::read_to_string(&f).unwrap();
