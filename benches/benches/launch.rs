@@ -9,9 +9,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use benches::FakeHost;
 use criterion::{criterion_group, criterion_main, Criterion};
 use harness::launch::{self, LaunchOptions};
+use simulators::fake::FakeHost;
 
 const ROOT_LINE: &[u8] = b"ValueError: No valid attention backend found";
 
@@ -29,6 +29,7 @@ fn one_launch(host: &FakeHost, n: u64) -> Duration {
     let mut opts = LaunchOptions::new(argv);
     opts.state_dir = Some(state.clone());
     opts.env = host.env(0.003);
+    opts.env.push(("NO_COLOR".into(), "1".into()));
     opts.ready_timeout = Duration::from_secs(60);
     opts.term_wait_ms = 3_000;
 
@@ -69,7 +70,7 @@ fn one_launch(host: &FakeHost, n: u64) -> Duration {
 
 fn bench(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("tempdir");
-    let host = FakeHost::new(dir.path(), "8xrtx-pro-6000-blackwell");
+    let host = benches::fake_host(dir.path(), "rtx-pro-6000-blackwell", 8);
     let mut n = 0u64;
     let mut g = c.benchmark_group("launch");
     g.sample_size(10);

@@ -23,54 +23,9 @@ pub fn fake_vllm() -> PathBuf {
     harness::runner::process::fake_vllm().expect("fake-vllm was just built")
 }
 
-/// A directory with `vllm`/`python3`/`nvidia-smi` shims, the model presets and a GPU state.
-#[derive(Debug)]
-pub struct FakeHost {
-    pub dir: PathBuf,
-    pub gpus: String,
-}
-
-impl FakeHost {
-    pub fn new(dir: &Path, gpus: &str) -> FakeHost {
-        let fake = fake_vllm();
-        let bin = dir.join("bin");
-        std::fs::create_dir_all(&bin).expect("bin dir");
-        for name in ["vllm", "python3", "nvidia-smi"] {
-            let _ = std::fs::remove_file(bin.join(name));
-            std::os::unix::fs::symlink(&fake, bin.join(name)).expect("shim");
-        }
-        for m in simulators::catalog::models() {
-            simulators::fake::write_model_dir(m, &dir.join("models").join(&m.repo))
-                .expect("model dir");
-        }
-        FakeHost {
-            dir: dir.to_path_buf(),
-            gpus: gpus.to_string(),
-        }
-    }
-
-    /// The environment a server on this host gets.
-    pub fn env(&self, time_scale: f64) -> Vec<(String, String)> {
-        vec![
-            (
-                "PATH".into(),
-                format!(
-                    "{}:{}",
-                    self.dir.join("bin").display(),
-                    std::env::var("PATH").unwrap_or_default()
-                ),
-            ),
-            (
-                "FAULTKIT_MODELS".into(),
-                self.dir.join("models").display().to_string(),
-            ),
-            (
-                "FAULTKIT_GPU_STATE".into(),
-                self.dir.join("gpus.json").display().to_string(),
-            ),
-            ("FAULTKIT_GPUS".into(), self.gpus.clone()),
-            ("FAULTKIT_TIME_SCALE".into(), time_scale.to_string()),
-            ("NO_COLOR".into(), "1".into()),
-        ]
-    }
+/// A fake GPU host with every model preset (see `simulators::fake::FakeHost`).
+pub fn fake_host(dir: &Path, gpu: &str, count: u32) -> simulators::fake::FakeHost {
+    let h = simulators::fake::FakeHost::create(dir, &fake_vllm(), gpu, count).expect("fake host");
+    h.add_all_models().expect("model dirs");
+    h
 }

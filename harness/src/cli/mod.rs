@@ -1,6 +1,7 @@
 //! The `faultkit` command line: argument parsing and dispatch. Exit codes come from
 //! `harness::triage::ExitCode`, defined once.
 
+mod fake_host;
 mod launch;
 mod mapped;
 mod simulate;
@@ -30,6 +31,7 @@ enum Command {
     Status(launch::StatusArgs),
     Follow(launch::FollowArgs),
     Scenario(harness::runner::cli::ScenarioArgs),
+    FakeHost(fake_host::Args),
 }
 
 /// Parse arguments and run; returns the process exit code.
@@ -52,6 +54,7 @@ pub fn run() -> i32 {
         Command::Stop(a) => launch::stop(a),
         Command::Status(a) => launch::status(a),
         Command::Follow(a) => launch::follow(a),
+        Command::FakeHost(a) => fake_host::run(a),
         Command::Scenario(a) => Ok(harness::runner::cli::run(a, "faultkit scenario", commit())),
     };
     match result {

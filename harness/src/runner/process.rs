@@ -84,22 +84,13 @@ fn io_err(what: &str, e: impl std::fmt::Display) -> String {
 impl Host {
     fn new(s: &Scenario, seed: u64, dir: &Path) -> Result<Host, String> {
         let fake = fake_vllm()?;
-        let bin = dir.join("bin");
-        std::fs::create_dir_all(&bin).map_err(|e| io_err("creating bin dir", e))?;
-        for name in ["vllm", "python3", "python", "nvidia-smi"] {
-            let link = bin.join(name);
-            let _ = std::fs::remove_file(&link);
-            std::os::unix::fs::symlink(&fake, &link).map_err(|e| io_err("linking shim", e))?;
-        }
-        let models = dir.join("models");
+        let fh = fake::FakeHost::create(dir, &fake, &s.gpu.id, s.gpu_count)
+            .map_err(|e| io_err("preparing the fake host", e))?;
+        // Only the scenario's model exists on this host (or none: a missing model path).
         if let Some(m) = s.model {
-            fake::write_model_dir(m, &models.join(&s.args.model))
+            fh.add_model(m, &s.args.model)
                 .map_err(|e| io_err("writing model dir", e))?;
         }
-        let gpu_state = dir.join("gpus.json");
-        GpuState::new(&s.gpu.id, s.gpu_count)
-            .store(&gpu_state)
-            .map_err(|e| io_err("writing GPU state", e))?;
         let state =
             StateDir::resolve(Some(&dir.join("state"))).map_err(|e| io_err("state dir", e))?;
         // A free port for the server; ports the scenario says are taken are held for real.
@@ -111,19 +102,11 @@ impl Host {
             );
         }
         let shm_prefix = format!("psm_{:04x}", (seed ^ fnv(&s.id())) & 0xffff);
-        let path = format!(
-            "{}:{}",
-            bin.display(),
-            std::env::var("PATH").unwrap_or_default()
-        );
         let mut env: Vec<(String, String)> =
             s.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        env.extend(fh.env(TIME_SCALE));
         env.extend([
-            ("PATH".into(), path),
             (fake::ENV_SCENARIO.into(), s.path.display().to_string()),
-            (fake::ENV_MODELS.into(), models.display().to_string()),
-            (fake::ENV_GPU_STATE.into(), gpu_state.display().to_string()),
-            (fake::ENV_TIME_SCALE.into(), TIME_SCALE.to_string()),
             (fake::ENV_SEED.into(), seed.to_string()),
             (fake::ENV_SHM_PREFIX.into(), shm_prefix.clone()),
         ]);

@@ -28,7 +28,8 @@ fn ensure_fake_built() -> PathBuf {
 
 /// A host with the fake server behind `vllm`/`python3`/`nvidia-smi` shims.
 struct Host {
-    dir: tempfile::TempDir,
+    fake: simulators::fake::FakeHost,
+    _dir: tempfile::TempDir,
     shm_prefix: String,
 }
 
@@ -36,24 +37,22 @@ impl Host {
     fn new(gpus: &str) -> Host {
         let fake = ensure_fake_built();
         let dir = tempfile::tempdir().unwrap();
-        let bin = dir.path().join("bin");
-        std::fs::create_dir_all(&bin).unwrap();
-        for name in ["vllm", "python3", "nvidia-smi"] {
-            std::os::unix::fs::symlink(&fake, bin.join(name)).unwrap();
-        }
-        for id in ["llama-3.1-8b", "llama-3.1-70b", "kimi-k2.5-nvfp4"] {
-            let m = simulators::catalog::model(id).unwrap();
-            simulators::fake::write_model_dir(m, &dir.path().join("models").join(&m.repo)).unwrap();
-        }
-        std::fs::write(dir.path().join("gpus.env"), gpus).unwrap();
+        let (count, gpu) = gpus.split_once('x').unwrap();
+        let fh = simulators::fake::FakeHost::create(dir.path(), &fake, gpu, count.parse().unwrap())
+            .unwrap();
+        fh.add_all_models().unwrap();
         static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let shm_prefix = format!("psm_t{:05x}{n:02x}_", std::process::id() & 0xfffff);
-        Host { dir, shm_prefix }
+        Host {
+            fake: fh,
+            _dir: dir,
+            shm_prefix,
+        }
     }
 
     fn path(&self) -> &Path {
-        self.dir.path()
+        &self.fake.dir
     }
 
     fn state(&self) -> PathBuf {
@@ -61,29 +60,10 @@ impl Host {
     }
 
     fn envs(&self) -> Vec<(String, String)> {
-        let gpus = std::fs::read_to_string(self.path().join("gpus.env")).unwrap();
-        vec![
-            (
-                "PATH".into(),
-                format!(
-                    "{}:{}",
-                    self.path().join("bin").display(),
-                    std::env::var("PATH").unwrap()
-                ),
-            ),
-            (
-                "FAULTKIT_MODELS".into(),
-                self.path().join("models").display().to_string(),
-            ),
-            (
-                "FAULTKIT_GPU_STATE".into(),
-                self.path().join("gpus.json").display().to_string(),
-            ),
-            ("FAULTKIT_GPUS".into(), gpus),
-            ("FAULTKIT_TIME_SCALE".into(), "0.003".into()),
-            ("FAULTKIT_SHM_PREFIX".into(), self.shm_prefix.clone()),
-            ("NO_COLOR".into(), "1".into()),
-        ]
+        let mut e = self.fake.env(0.003);
+        e.push(("FAULTKIT_SHM_PREFIX".into(), self.shm_prefix.clone()));
+        e.push(("NO_COLOR".into(), "1".into()));
+        e
     }
 
     fn faultkit(&self) -> Command {
@@ -331,11 +311,12 @@ fn orphans_of_a_kill9_hold_the_gpus_until_launch_cleans_them_up() {
 
     // A plain relaunch fails the free-memory check, as vLLM would.
     let log = h.path().join("plain.log");
+    let out = std::fs::File::create(&log).unwrap();
     let status = StdCommand::new(h.path().join("bin/vllm"))
         .args(&args[2..])
         .envs(h.envs())
-        .stdout(std::fs::File::create(&log).unwrap())
-        .stderr(Stdio::inherit())
+        .stdout(out.try_clone().unwrap())
+        .stderr(out)
         .status()
         .unwrap();
     assert_eq!(status.code(), Some(1));
@@ -628,6 +609,26 @@ fn bad_arguments_and_missing_programs_have_their_exit_codes() {
         .args(["follow", "/nonexistent/faultkit.log"])
         .assert()
         .code(66);
+    // fake-host prepares a host and prints how to use it.
+    let fh = h.path().join("other-host");
+    h.faultkit()
+        .args(["fake-host", "--gpus", "2xa100"])
+        .arg(&fh)
+        .assert()
+        .code(0)
+        .stdout(predicates::str::contains("export PATH="))
+        .stdout(predicates::str::contains("export FAULTKIT_GPU_STATE="));
+    assert!(
+        fh.join("bin/vllm").exists()
+            && fh
+                .join("models/meta-llama/Llama-3.1-8B-Instruct/config.json")
+                .exists()
+    );
+    h.faultkit()
+        .args(["fake-host", "--gpus", "0xh100"])
+        .arg(&fh)
+        .assert()
+        .code(64);
     // The fake's nvidia-smi answers the query forms launchers use.
     let out = StdCommand::new(h.path().join("bin/nvidia-smi"))
         .envs(h.envs())

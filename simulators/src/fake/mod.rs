@@ -497,6 +497,73 @@ pub fn resolve_model(
     Ok(None)
 }
 
+/// A directory that makes this machine a fake GPU host: `bin/` with `vllm`, `python3`,
+/// `python` and `nvidia-smi` shims pointing at `fake_vllm`, `models/` (see
+/// [`FakeHost::add_model`]), and `gpus.json` with `count` GPUs of `gpu`.
+#[derive(Clone, Debug)]
+pub struct FakeHost {
+    pub dir: PathBuf,
+}
+
+impl FakeHost {
+    pub fn create(
+        dir: &Path,
+        fake_vllm: &Path,
+        gpu: &str,
+        count: u32,
+    ) -> std::io::Result<FakeHost> {
+        let bin = dir.join("bin");
+        std::fs::create_dir_all(&bin)?;
+        for name in ["vllm", "python3", "python", "nvidia-smi"] {
+            let link = bin.join(name);
+            let _ = std::fs::remove_file(&link);
+            std::os::unix::fs::symlink(fake_vllm, &link)?;
+        }
+        std::fs::create_dir_all(dir.join("models"))?;
+        gpu::GpuState::new(gpu, count).store(&dir.join("gpus.json"))?;
+        Ok(FakeHost {
+            dir: dir.to_path_buf(),
+        })
+    }
+
+    /// Puts `preset` where the command's model argument `at` (a repo id) resolves.
+    pub fn add_model(&self, preset: &ModelPreset, at: &str) -> std::io::Result<()> {
+        write_model_dir(preset, &self.dir.join("models").join(at))
+    }
+
+    /// Every preset under its repo id.
+    pub fn add_all_models(&self) -> std::io::Result<()> {
+        for m in catalog::models() {
+            self.add_model(m, &m.repo)?;
+        }
+        Ok(())
+    }
+
+    /// The environment a server (and faultkit's checks) on this host get: the shims first on
+    /// `PATH`, the models, the GPU state, the time scale.
+    pub fn env(&self, time_scale: f64) -> Vec<(String, String)> {
+        vec![
+            (
+                "PATH".into(),
+                format!(
+                    "{}:{}",
+                    self.dir.join("bin").display(),
+                    std::env::var("PATH").unwrap_or_default()
+                ),
+            ),
+            (
+                ENV_MODELS.into(),
+                self.dir.join("models").display().to_string(),
+            ),
+            (
+                ENV_GPU_STATE.into(),
+                self.dir.join("gpus.json").display().to_string(),
+            ),
+            (ENV_TIME_SCALE.into(), time_scale.to_string()),
+        ]
+    }
+}
+
 /// Writes a preset's `config.json` (and `hf_quant_config.json`) into `dir`.
 pub fn write_model_dir(preset: &ModelPreset, dir: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
