@@ -3,5 +3,6 @@
 
 pub mod catalog;
 pub mod launch;
+pub mod mapped;
 pub mod runner;
 pub mod triage;

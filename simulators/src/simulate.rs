@@ -63,7 +63,7 @@ impl Counter<'_> {
 }
 
 fn memchr_count(b: &[u8]) -> u64 {
-    b.iter().filter(|&&c| c == b'\n').count() as u64
+    bytecount::count(b, b'\n') as u64
 }
 
 /// Simulate `s` and write the log to `out`.

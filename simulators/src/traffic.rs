@@ -12,7 +12,7 @@ use crate::seed::Seed;
 const REQUESTS_PER_SEC: u64 = 40;
 /// The stats logger's interval.
 const STATS_INTERVAL_US: u64 = 10_000_000;
-const BUFFER_BYTES: usize = 1 << 16;
+const BUFFER_BYTES: usize = 1 << 20;
 
 /// A block of traffic written by one API server.
 #[derive(Clone, Debug)]
@@ -52,25 +52,14 @@ impl Traffic {
         let mut t = self.start;
         let mut next_stats = self.start.0 + STATS_INTERVAL_US;
         let stats_spec = r.profile.msg("engine_stats").cloned();
-        let mut num = itoa_buf();
+        // The access lines are drawn from a table rendered once: a copy per line instead of
+        // formatting, which keeps padding at memory speed.
+        let table = self.access_lines(&mut rng);
         while written.bytes < self.bytes {
             let x = rng.next_u64();
             t = t.plus_us(step_us / 2 + (x & 0x3ff) * step_us / 1024);
-            buf.extend_from_slice(&self.prefix);
-            buf.extend_from_slice(b"INFO:     10.0.");
-            buf.extend_from_slice(num.format((x >> 10) & 3));
-            buf.push(b'.');
-            buf.extend_from_slice(num.format(2 + ((x >> 12) & 0xff) % 248));
-            buf.push(b':');
-            buf.extend_from_slice(num.format(32_768 + ((x >> 20) & 0x7fff) % 28_000));
-            let path: &[u8] = if (x >> 40) & 3 == 0 {
-                b" - \"POST /v1/completions HTTP/1.1\" 200 OK\n"
-            } else if (x >> 40) & 0x3f == 1 {
-                b" - \"GET /health HTTP/1.1\" 200 OK\n"
-            } else {
-                b" - \"POST /v1/chat/completions HTTP/1.1\" 200 OK\n"
-            };
-            buf.extend_from_slice(path);
+            let (a, b) = table.index[(x >> 52) as usize % ACCESS_LINES];
+            buf.extend_from_slice(&table.bytes[a..b]);
             written.lines += 1;
             if t.0 >= next_stats {
                 next_stats = t.0 + STATS_INTERVAL_US;
@@ -105,6 +94,47 @@ impl Traffic {
         }
         written.end = t;
         Ok(written)
+    }
+}
+
+/// Distinct access lines in the table.
+const ACCESS_LINES: usize = 4096;
+
+/// Pre-rendered access lines: `bytes[a..b]` for each `(a, b)` in `index`.
+struct AccessTable {
+    bytes: Vec<u8>,
+    index: Vec<(usize, usize)>,
+}
+
+impl Traffic {
+    fn access_lines(&self, rng: &mut crate::seed::Rng) -> AccessTable {
+        let mut num = itoa_buf();
+        let mut t = AccessTable {
+            bytes: Vec::with_capacity(ACCESS_LINES * (80 + self.prefix.len())),
+            index: Vec::with_capacity(ACCESS_LINES),
+        };
+        for _ in 0..ACCESS_LINES {
+            let x = rng.next_u64();
+            let a = t.bytes.len();
+            let buf = &mut t.bytes;
+            buf.extend_from_slice(&self.prefix);
+            buf.extend_from_slice(b"INFO:     10.0.");
+            buf.extend_from_slice(num.format((x >> 10) & 3));
+            buf.push(b'.');
+            buf.extend_from_slice(num.format(2 + ((x >> 12) & 0xff) % 248));
+            buf.push(b':');
+            buf.extend_from_slice(num.format(32_768 + ((x >> 20) & 0x7fff) % 28_000));
+            let path: &[u8] = if (x >> 40) & 3 == 0 {
+                b" - \"POST /v1/completions HTTP/1.1\" 200 OK\n"
+            } else if (x >> 40) & 0x3f == 1 {
+                b" - \"GET /health HTTP/1.1\" 200 OK\n"
+            } else {
+                b" - \"POST /v1/chat/completions HTTP/1.1\" 200 OK\n"
+            };
+            buf.extend_from_slice(path);
+            t.index.push((a, t.bytes.len()));
+        }
+        t
     }
 }
 

@@ -2,6 +2,7 @@
 //! Everything the project needs to build, test and measure itself lives here (no shell scripts
 //! beyond `.ci/run`).
 
+mod bench;
 mod ci;
 mod tidy;
 
@@ -23,6 +24,8 @@ enum Cmd {
     Ci,
     /// Style checks of STYLE.md (also run as tests).
     Tidy,
+    /// Benchmarks: criterion suite, triage vs rg, peak memory, baselines (--save / --baseline).
+    Bench(bench::BenchArgs),
 }
 
 fn main() -> Result<()> {
@@ -36,6 +39,7 @@ fn main() -> Result<()> {
         }
         Cmd::Ci => ci::run()?,
         Cmd::Tidy => tidy::run()?,
+        Cmd::Bench(a) => bench::run(a)?,
     };
     std::process::exit(code);
 }

@@ -3,7 +3,6 @@
 
 mod fake_host;
 mod launch;
-mod mapped;
 mod simulate;
 mod triage;
 
@@ -57,6 +56,18 @@ pub fn run() -> i32 {
         Command::FakeHost(a) => fake_host::run(a),
         Command::Scenario(a) => Ok(harness::runner::cli::run(a, "faultkit scenario", commit())),
     };
+    if std::env::var_os("FAULTKIT_REPORT_PEAK_RSS").is_some() {
+        // For `cargo xtask bench`: peak resident memory, file pages included.
+        let hwm = std::fs::read_to_string("/proc/self/status")
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find(|l| l.starts_with("VmHWM:"))
+                    .map(|l| l.trim_start_matches("VmHWM:").trim().to_string())
+            })
+            .unwrap_or_else(|| "unknown".into());
+        eprintln!("faultkit: peak RSS (VmHWM) {hwm}");
+    }
     match result {
         Ok(code) => code.code(),
         Err(e) => {

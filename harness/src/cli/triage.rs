@@ -51,7 +51,7 @@ fn parse_launch(s: &str) -> Result<LaunchSel, String> {
 /// The bytes of the log: a mapping for regular files (zero-copy; triage of the newest launch
 /// touches only the pages it reads), a buffer for standard input, FIFOs and devices.
 enum Input {
-    Mapped(super::mapped::Mapped),
+    Mapped(harness::mapped::Mapped),
     Bytes(Vec<u8>),
 }
 
@@ -80,7 +80,7 @@ fn read_input(path: &str) -> Result<Input, String> {
     }
     let mut file = std::fs::File::open(path).map_err(|e| format!("{path}: {e}"))?;
     if meta.is_file() && meta.len() > 0 {
-        return super::mapped::map(&file)
+        return harness::mapped::map(&file)
             .map(Input::Mapped)
             .map_err(|e| format!("{path}: {e}"));
     }

@@ -203,10 +203,22 @@ pub fn last_boundary(b: &[u8]) -> Option<Boundary> {
 pub fn last_boundary_with_scan(b: &[u8], c: &Candidates) -> Option<(Boundary, Scan)> {
     let mut end = b.len();
     let mut later: Option<Scan> = None;
+    // Blocks are scanned two at a time on two threads (the earlier one speculatively: it is
+    // wasted if the later block holds the boundary).
+    let mut ahead: Option<(usize, Scan)> = None;
     while end > 0 {
-        let start = end.saturating_sub(BACKWARD_BLOCK_BYTES);
-        let start = if start == 0 { 0 } else { line_start(b, start) };
-        let block = Scan::new(c, b, start, end);
+        let (start, block) = match ahead.take() {
+            Some(x) => x,
+            None => {
+                let start = block_start(b, end);
+                let prev = (start > 0).then(|| (block_start(b, start), start));
+                let (block, prev_scan) = scan_pair(c, b, (start, end), prev);
+                if let (Some((ps, _)), Some(sc)) = (prev, prev_scan) {
+                    ahead = Some((ps, sc));
+                }
+                (start, block)
+            }
+        };
         // A banner a few lines before the block may belong to a boundary in it.
         let ctx = if start == 0 {
             0
@@ -250,6 +262,35 @@ pub fn last_boundary_with_scan(b: &[u8], c: &Candidates) -> Option<(Boundary, Sc
         end = start;
     }
     None
+}
+
+/// Where the backward block that ends at `end` starts (a line start).
+fn block_start(b: &[u8], end: usize) -> usize {
+    let start = end.saturating_sub(BACKWARD_BLOCK_BYTES);
+    if start == 0 {
+        0
+    } else {
+        line_start(b, start)
+    }
+}
+
+/// Scans `first` and, on a second thread, `second`.
+fn scan_pair(
+    c: &Candidates,
+    b: &[u8],
+    first: (usize, usize),
+    second: Option<(usize, usize)>,
+) -> (Scan, Option<Scan>) {
+    match second {
+        None => (Scan::new(c, b, first.0, first.1), None),
+        Some((s2, e2)) => std::thread::scope(|sc| {
+            let h = sc.spawn(|| Scan::new(c, b, s2, e2));
+            let a = Scan::new(c, b, first.0, first.1);
+            // A panic on the helper thread is a bug in the scan: scan again here instead.
+            let other = h.join().unwrap_or_else(|_| Scan::new(c, b, s2, e2));
+            (a, Some(other))
+        }),
+    }
 }
 
 /// The launch that contains the first line carrying `pid` (as `pid=N`, `[N]`, `pid N`).
