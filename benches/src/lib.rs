@@ -95,7 +95,7 @@ pub mod inputs {
     /// Free bytes on the file system of the inputs directory.
     pub fn free_bytes() -> u64 {
         std::fs::create_dir_all(dir()).expect("inputs dir");
-        rustix::fs::statvfs(&dir()).map_or(0, |s| s.f_bavail * s.f_frsize)
+        rustix::fs::statvfs(dir()).map_or(0, |s| s.f_bavail * s.f_frsize)
     }
 
     /// 10 GiB of earlier launches with the 5 MB launch last; `None` when the disk has not
