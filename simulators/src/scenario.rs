@@ -224,6 +224,13 @@ pub enum Fault {
     EarlierLaunches {
         count: u32,
     },
+    /// The whole host (container) is killed at a phase: every process dies at once, the log
+    /// just ends (`docker kill`, a power loss).
+    HostKill {
+        at: Phase,
+    },
+    /// The host restarts after the launch came up; pids are handed out again from the start.
+    HostRestart,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -656,11 +663,13 @@ fn parse_fault(loc: &Located<'_>, f: &Spanned<RawFault>) -> Result<Fault, Scenar
         "earlier_launches" => Fault::EarlierLaunches {
             count: r.earlier_launches.unwrap_or(1),
         },
+        "host_kill" => Fault::HostKill { at: phase(&r.at)? },
+        "host_restart" => Fault::HostRestart,
         other => {
             return Err(loc.at(
                 r.kind.span(),
                 format!(
-                    "unknown fault kind `{other}` (known: relaunch_into_same_log, truncate_while_writing, partial_last_line, rotate, kill, hang, orphan_workers, hold_gpu_memory, shm_leftover, node_loss, earlier_launches)"
+                    "unknown fault kind `{other}` (known: relaunch_into_same_log, truncate_while_writing, partial_last_line, rotate, kill, hang, orphan_workers, hold_gpu_memory, shm_leftover, node_loss, earlier_launches, host_kill, host_restart)"
                 ),
             ))
         }

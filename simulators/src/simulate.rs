@@ -317,6 +317,21 @@ pub fn simulate(s: &Scenario, opts: &SimOptions, out: &mut dyn Write) -> io::Res
             t,
             Ending::Natural { serve_ms },
         );
+        let mut log = log;
+        let host_kill = s.fault(|f| match f {
+            Fault::HostKill { at } => Some(*at),
+            _ => None,
+        });
+        if let Some(at) = host_kill {
+            // Every process dies at once: the file ends where the phase began, no error, no
+            // shutdown lines.
+            let cut = phase_time(&log, at).plus_ms(1);
+            log.events.retain(|e| e.t <= cut);
+            log.status = LaunchStatus::Starting;
+            log.root = None;
+            log.failure = None;
+            log.traffic_from = None;
+        }
         let mut seg = launch_segment(log, &renderer, seed, true);
         if rotate {
             // copytruncate rotation while the server writes without O_APPEND: the file starts
@@ -624,6 +639,41 @@ fn relaunch_args(s: &Scenario, new_command: Option<&str>) -> ServeArgs {
         Some(c) => ServeArgs::parse_command(c).unwrap_or_else(|_| s.args.clone()),
         None => s.args.clone(),
     }
+}
+
+/// When a launch reaches a phase: the first line that shows it.
+pub fn phase_time(log: &LaunchLog, at: crate::scenario::Phase) -> SimTime {
+    use crate::scenario::Phase;
+    let first_text = |needles: &[&str]| {
+        log.events
+            .iter()
+            .find(|e| match &e.body {
+                crate::record::Body::Log { text, .. }
+                | crate::record::Body::Stream(text)
+                | crate::record::Body::Raw(text) => needles.iter().any(|n| text.contains(n)),
+            })
+            .map(|e| e.t)
+    };
+    let t = match at {
+        Phase::InitDevice => log
+            .events
+            .iter()
+            .find(|e| log.procs[e.proc].role.starts_with("Worker"))
+            .map(|e| e.t),
+        Phase::LoadWeights => first_text(&[
+            "Starting to load model",
+            "Loading safetensors",
+            "Loading weights",
+        ]),
+        Phase::Compile => first_text(&[
+            "torch.compile",
+            "Dynamo bytecode",
+            "Compiling a graph",
+            "Capturing CUDA graph",
+        ]),
+        Phase::Serving => log.traffic_from,
+    };
+    t.unwrap_or(log.end)
 }
 
 /// Split a rendered launch into the writes before and after an instant.

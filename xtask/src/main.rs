@@ -4,6 +4,7 @@
 
 mod bench;
 mod ci;
+mod image;
 mod tidy;
 
 use anyhow::Result;
@@ -24,6 +25,8 @@ enum Cmd {
     Ci,
     /// Style checks of STYLE.md (also run as tests).
     Tidy,
+    /// Build the fake GPU host image faultkit/gpu-host:dev (FROM scratch, no registry).
+    Image(image::ImageArgs),
     /// Benchmarks: criterion suite, triage vs rg, peak memory, baselines (--save / --baseline).
     Bench(bench::BenchArgs),
 }
@@ -32,14 +35,18 @@ fn main() -> Result<()> {
     let cli = Cli::parse();
     let code = match cli.command {
         Cmd::Scenario(a) => {
-            if a.runner() != "text" {
+            if a.runner() == "process" {
                 ci::build_fake()?;
+            }
+            if a.runner() == "container" {
+                image::ensure(false)?;
             }
             harness::runner::cli::run(a, "cargo xtask scenario", ci::commit()).code()
         }
         Cmd::Ci => ci::run()?,
         Cmd::Tidy => tidy::run()?,
         Cmd::Bench(a) => bench::run(a)?,
+        Cmd::Image(a) => image::run(a)?,
     };
     std::process::exit(code);
 }

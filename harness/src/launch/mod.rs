@@ -356,7 +356,12 @@ pub fn launch(
                 last = Some(v);
                 if last_shm_note.elapsed() >= Duration::from_millis(SHM_NOTE_MS) {
                     let procs = tree::members(&rec);
+                    let before = rec.shm_seen.len();
                     tree::note_shm(&mut rec, &procs);
+                    if rec.shm_seen.len() != before {
+                        // On disk at once: if the host dies now, the next faultkit knows.
+                        let _ = st.save(&rec);
+                    }
                     last_shm_note = Instant::now();
                 }
             }

@@ -214,7 +214,7 @@ fn show_verdict(log: &std::path::Path, cfg: &RunConfig, r: &CaseResult) -> Resul
     if !matches!(cfg.tut, Tut::Builtin) {
         return Ok(String::new());
     }
-    if r.runner == "process" {
+    if r.runner == "process" || r.runner == "container" {
         // The process runner keeps the verdict it scored (the log kept growing after).
         let dir = log.parent().ok_or("no case dir")?;
         return std::fs::read_to_string(dir.join("verdict.txt"))

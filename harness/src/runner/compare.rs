@@ -9,7 +9,7 @@ use crate::catalog::glob_match;
 
 /// The fields of a verdict the runner scores (from triage, from `--triage-cmd` JSON, or parsed
 /// from a baseline's text).
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Observed {
     pub status: Option<String>,
     pub root_cause: Option<String>,

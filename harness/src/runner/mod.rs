@@ -8,6 +8,8 @@
 pub mod adapter;
 pub mod cli;
 pub mod compare;
+#[cfg(feature = "container")]
+pub mod container;
 pub mod process;
 pub mod report;
 pub mod snapshot;
@@ -144,8 +146,20 @@ pub fn run_case(case: &Case, cfg: &RunConfig) -> CaseResult {
             extra = r.extra;
             (r.truth, Some(r.observed), Some(r.report))
         }),
+        #[cfg(feature = "container")]
+        Runner::Container if cfg.tut != Tut::Builtin => {
+            Err("the container runner scores faultkit's own triage and launcher only".into())
+        }
+        #[cfg(feature = "container")]
+        Runner::Container => container::run(&case.scenario, case.seed, &dir).map(|r| {
+            result.log = r.log;
+            extra = r.extra;
+            (r.truth, Some(r.observed), Some(r.report))
+        }),
+        #[allow(unreachable_patterns)]
         other => Err(format!(
-            "the `{}` runner is not available in this build",
+            "the `{}` runner is not in this build of faultkit (use `cargo xtask scenario --runner {}`)",
+            other.as_str(),
             other.as_str()
         )),
     };

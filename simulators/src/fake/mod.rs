@@ -124,6 +124,7 @@ pub fn main() -> i32 {
         "nvidia-smi" | "fake-nvidia-smi" => smi::main(&argv[1..]),
         b if b.starts_with("python") => python(&argv),
         "vllm" => server(argv),
+        _ if argv.get(1).map(String::as_str) == Some("init") => init(),
         _ => {
             // `fake-vllm serve MODEL …` behaves as `vllm serve MODEL …`.
             let mut v = vec!["vllm".to_string()];
@@ -131,6 +132,28 @@ pub fn main() -> i32 {
             server(v)
         }
     }
+}
+
+/// `fake-vllm init`: PID 1 of a fake GPU host container. It reaps every orphan re-parented to
+/// it (as an init does, so a `kill -9`ed server's children do not linger as zombies) and exits on
+/// SIGTERM or SIGINT (`docker stop`).
+fn init() -> i32 {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
+        if let Err(e) = signal_hook::flag::register(sig, Arc::clone(&stop)) {
+            eprintln!("fake-vllm init: cannot handle signal {sig}: {e}");
+            return 1;
+        }
+    }
+    while !stop.load(Ordering::Relaxed) {
+        match rustix::process::wait(rustix::process::WaitOptions::NOHANG) {
+            Ok(Some(_)) => continue,
+            Ok(None) | Err(_) => std::thread::sleep(std::time::Duration::from_millis(50)),
+        }
+    }
+    0
 }
 
 fn server(argv: Vec<String>) -> i32 {
@@ -262,6 +285,8 @@ impl Setup {
                     | Fault::EarlierLaunches { .. }
                     | Fault::OrphanWorkers
                     | Fault::ShmLeftover
+                    | Fault::HostKill { .. }
+                    | Fault::HostRestart
             )
         });
         scenario.host.ports_in_use.clear();
