@@ -63,6 +63,13 @@ pub fn run() -> Result<i32> {
         name: "clippy",
         cmd: c,
     });
+    // The host image first: the container tests and scenarios use it.
+    let mut c = cargo();
+    c.args(["run", "--quiet", "--package", "xtask", "--", "image"]);
+    stages.push(Stage {
+        name: "image",
+        cmd: c,
+    });
     let mut c = cargo();
     c.args(["test", "--workspace"]);
     stages.push(Stage {
@@ -107,6 +114,27 @@ pub fn run() -> Result<i32> {
     ]);
     stages.push(Stage {
         name: "processes",
+        cmd: c,
+    });
+    let mut c = cargo();
+    c.args([
+        "run",
+        "--quiet",
+        "--release",
+        "--package",
+        "xtask",
+        "--",
+        "scenario",
+        "--all",
+        "--runner",
+        "container",
+        "--junit",
+        "target/scenarios-container.xml",
+        "--json",
+        "target/scenarios-container.json",
+    ]);
+    stages.push(Stage {
+        name: "containers",
         cmd: c,
     });
     let mut c = cargo();
@@ -175,6 +203,53 @@ fn leftovers(since: std::time::SystemTime) -> Vec<String> {
         if ours {
             out.push(format!("process {} {}", p.pid, procfs::cmdline(p.pid)));
         }
+    }
+    // Containers of the host image, faultkit's networks, and image layers left dangling.
+    let docker = |args: &[&str]| -> Vec<String> {
+        Command::new("docker")
+            .args(args)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| {
+                String::from_utf8_lossy(&o.stdout)
+                    .lines()
+                    .filter(|l| !l.trim().is_empty())
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    for c in docker(&[
+        "ps",
+        "-a",
+        "--filter",
+        "ancestor=faultkit/gpu-host:dev",
+        "--format",
+        "{{.ID}} {{.Status}}",
+    ]) {
+        out.push(format!("container {c}"));
+    }
+    for n in docker(&[
+        "network",
+        "ls",
+        "--filter",
+        "name=faultkit-",
+        "--format",
+        "{{.Name}}",
+    ]) {
+        out.push(format!("docker network {n}"));
+    }
+    for i in docker(&[
+        "images",
+        "--filter",
+        "dangling=true",
+        "--filter",
+        "label=faultkit.hash",
+        "--format",
+        "{{.ID}}",
+    ]) {
+        out.push(format!("dangling image {i}"));
     }
     if let Ok(dir) = std::fs::read_dir("/dev/shm") {
         for e in dir.flatten() {

@@ -66,6 +66,12 @@ pub struct LaunchArgs {
 pub struct StopArgs {
     #[arg(long)]
     state_dir: Option<PathBuf>,
+    /// Where: local, ssh:HOST, docker:CONTAINER (runs `faultkit stop` there).
+    #[arg(long, default_value = "local")]
+    target: String,
+    /// The faultkit program on the target.
+    #[arg(long, default_value = "faultkit")]
+    remote_faultkit: String,
     /// Seconds between SIGTERM and SIGKILL.
     #[arg(long, default_value_t = launch::tree::TERM_WAIT_MS / 1000)]
     term_wait: u64,
@@ -80,6 +86,12 @@ pub struct StopArgs {
 pub struct StatusArgs {
     #[arg(long)]
     state_dir: Option<PathBuf>,
+    /// Where: local, ssh:HOST, docker:CONTAINER (runs `faultkit status` there).
+    #[arg(long, default_value = "local")]
+    target: String,
+    /// The faultkit program on the target.
+    #[arg(long, default_value = "faultkit")]
+    remote_faultkit: String,
     #[arg(long)]
     json: bool,
 }
@@ -102,6 +114,12 @@ pub struct FollowArgs {
     /// Keep following a ready server until it fails or stops.
     #[arg(long)]
     until_failure: bool,
+    /// Where the log is: local, ssh:HOST, docker:CONTAINER (runs `faultkit follow` there).
+    #[arg(long, default_value = "local")]
+    target: String,
+    /// The faultkit program on the target.
+    #[arg(long, default_value = "faultkit")]
+    remote_faultkit: String,
     #[arg(long)]
     json: bool,
 }
@@ -111,12 +129,11 @@ fn color() -> bool {
 }
 
 pub fn launch(a: LaunchArgs) -> anyhow::Result<ExitCode> {
-    let t = match target::parse(&a.target) {
-        Ok(t) => t,
-        Err(e) => return fail(ExitCode::Usage, e),
-    };
+    if let Err(e) = target::parse(&a.target) {
+        return fail(ExitCode::Usage, e);
+    }
     if a.target != "local" {
-        return remote(&a, t.as_ref());
+        return remote(&a.target, &a.remote_faultkit);
     }
     let mut opts = LaunchOptions::new(a.command.clone());
     opts.state_dir = a.state_dir.clone();
@@ -191,6 +208,36 @@ pub fn launch(a: LaunchArgs) -> anyhow::Result<ExitCode> {
     Ok(exit_code_of(r.exit()))
 }
 
+#[cfg(test)]
+mod tests {
+    use super::remote_argv;
+
+    #[test]
+    fn remote_argv_drops_only_target_options_before_the_command() {
+        let args: Vec<String> = [
+            "/usr/bin/faultkit",
+            "launch",
+            "--target",
+            "ssh:gpu1",
+            "--json",
+            "--remote-faultkit=/opt/fk",
+            "--",
+            "vllm",
+            "serve",
+            "m",
+            "--target",
+            "x",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        assert_eq!(
+            remote_argv(&args, "fk"),
+            ["fk", "launch", "--json", "--", "vllm", "serve", "m", "--target", "x"]
+        );
+    }
+}
+
 fn exit_code_of(code: i32) -> ExitCode {
     match code {
         0 => ExitCode::Ok,
@@ -205,32 +252,37 @@ fn exit_code_of(code: i32) -> ExitCode {
     }
 }
 
-/// `--target ssh:HOST|docker:NAME`: the same launch, run by faultkit on the target.
-fn remote(a: &LaunchArgs, t: &dyn target::Target) -> anyhow::Result<ExitCode> {
-    let mut argv = vec![a.remote_faultkit.clone(), "launch".into()];
-    if let Some(d) = &a.state_dir {
-        argv.push("--state-dir".into());
-        argv.push(d.display().to_string());
+/// This invocation's arguments for the target: `--target` and `--remote-faultkit` (before the
+/// `--` that starts a server command) removed, the program replaced by the remote faultkit.
+fn remote_argv(args: &[String], remote_faultkit: &str) -> Vec<String> {
+    let mut out = vec![remote_faultkit.to_string()];
+    let mut it = args.iter().skip(1);
+    while let Some(a) = it.next() {
+        if a == "--" {
+            out.push(a.clone());
+            out.extend(it.cloned());
+            break;
+        }
+        if a == "--target" || a == "--remote-faultkit" {
+            it.next();
+            continue;
+        }
+        if a.starts_with("--target=") || a.starts_with("--remote-faultkit=") {
+            continue;
+        }
+        out.push(a.clone());
     }
-    if let Some(p) = a.port {
-        argv.push("--port".into());
-        argv.push(p.to_string());
-    }
-    if let Some(u) = &a.health_url {
-        argv.push("--health-url".into());
-        argv.push(u.clone());
-    }
-    argv.extend([
-        "--ready-timeout".into(),
-        a.ready_timeout.to_string(),
-        "--term-wait".into(),
-        a.term_wait.to_string(),
-    ]);
-    if a.json {
-        argv.push("--json".into());
-    }
-    argv.push("--".into());
-    argv.extend(a.command.iter().cloned());
+    out
+}
+
+/// `--target ssh:HOST|docker:NAME`: the same command, run by faultkit on the target.
+fn remote(target: &str, remote_faultkit: &str) -> anyhow::Result<ExitCode> {
+    let t = match target::parse(target) {
+        Ok(t) => t,
+        Err(e) => return fail(ExitCode::Usage, e),
+    };
+    let args: Vec<String> = std::env::args().collect();
+    let argv = remote_argv(&args, remote_faultkit);
     let wrapped = match t.wrap(&argv) {
         Ok(w) => w,
         Err(e) => return fail(ExitCode::Usage, e),
@@ -255,6 +307,9 @@ fn remote(a: &LaunchArgs, t: &dyn target::Target) -> anyhow::Result<ExitCode> {
 }
 
 pub fn stop(a: StopArgs) -> anyhow::Result<ExitCode> {
+    if a.target != "local" {
+        return remote(&a.target, &a.remote_faultkit);
+    }
     match launch::stop_current(a.state_dir.as_deref(), a.term_wait * 1000) {
         Ok(None) => {
             if a.json {
@@ -299,6 +354,9 @@ pub fn stop(a: StopArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub fn status(a: StatusArgs) -> anyhow::Result<ExitCode> {
+    if a.target != "local" {
+        return remote(&a.target, &a.remote_faultkit);
+    }
     let r = match launch::status(a.state_dir.as_deref()) {
         Ok(r) => r,
         Err(e) => return fail(ExitCode::NoInput, e),
@@ -341,6 +399,9 @@ pub fn status(a: StatusArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub fn follow(a: FollowArgs) -> anyhow::Result<ExitCode> {
+    if a.target != "local" {
+        return remote(&a.target, &a.remote_faultkit);
+    }
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         let _ = signal_hook::flag::register(sig, Arc::clone(&stop));

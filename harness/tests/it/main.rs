@@ -1,6 +1,7 @@
 //! The harness's integration tests, one binary (matklad: "Delete Cargo Integration Tests").
 
 mod cli;
+mod container;
 mod corpus;
 mod launch;
 mod properties;
