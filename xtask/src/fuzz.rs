@@ -51,6 +51,8 @@ const SEED_BYTES_MAX: usize = 64 << 10;
 const CORPUS_BYTES_MAX: usize = 2 << 20;
 /// Framer seeds are line-aligned pieces of logs of about this size (small inputs run faster).
 const FRAMER_PIECE_BYTES: usize = 1 << 10;
+/// Triage seeds include each log's last bytes, about this many.
+const TRIAGE_EXCERPT_BYTES: usize = 8 << 10;
 /// An input running longer than this is a finding (a hang, or something quadratic).
 const INPUT_TIMEOUT_S: u64 = 10;
 /// Resident memory above this is a finding.
@@ -403,16 +405,24 @@ fn write_corpus(root: &Path, target: &str) -> Result<(usize, usize)> {
                     .collect::<Vec<_>>()
             })
             .collect(),
-        _ => logs(root)?
-            .into_iter()
-            .flat_map(|(name, bytes)| {
-                let mut v = vec![(name.clone(), head(&bytes, SEED_BYTES_MAX).to_vec())];
+        _ => {
+            let logs = logs(root)?;
+            // Small excerpts first (the end of each log, where the crash is: fast to run), then
+            // each log's first 64 KiB (and its last, when longer), while the budget lasts.
+            let mut v: Vec<(String, Vec<u8>)> = logs
+                .iter()
+                .map(|(name, bytes)| {
+                    (format!("{name}-end"), tail(bytes, TRIAGE_EXCERPT_BYTES).to_vec())
+                })
+                .collect();
+            for (name, bytes) in logs {
+                v.push((name.clone(), head(&bytes, SEED_BYTES_MAX).to_vec()));
                 if bytes.len() > SEED_BYTES_MAX {
                     v.push((format!("{name}-tail"), tail(&bytes, SEED_BYTES_MAX).to_vec()));
                 }
-                v
-            })
-            .collect(),
+            }
+            v
+        }
     };
     let (mut files, mut total) = (0, 0);
     for (name, mut bytes) in seeds {

@@ -208,36 +208,6 @@ pub fn launch(a: LaunchArgs) -> anyhow::Result<ExitCode> {
     Ok(exit_code_of(r.exit()))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::remote_argv;
-
-    #[test]
-    fn remote_argv_drops_only_target_options_before_the_command() {
-        let args: Vec<String> = [
-            "/usr/bin/faultkit",
-            "launch",
-            "--target",
-            "ssh:gpu1",
-            "--json",
-            "--remote-faultkit=/opt/fk",
-            "--",
-            "vllm",
-            "serve",
-            "m",
-            "--target",
-            "x",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-        assert_eq!(
-            remote_argv(&args, "fk"),
-            ["fk", "launch", "--json", "--", "vllm", "serve", "m", "--target", "x"]
-        );
-    }
-}
-
 fn exit_code_of(code: i32) -> ExitCode {
     match code {
         0 => ExitCode::Ok,
@@ -424,4 +394,34 @@ pub fn follow(a: FollowArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::Interrupted);
     }
     Ok(v.exit_code())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::remote_argv;
+
+    #[test]
+    fn remote_argv_drops_only_target_options_before_the_command() {
+        let args: Vec<String> = [
+            "/usr/bin/faultkit",
+            "launch",
+            "--target",
+            "ssh:gpu1",
+            "--json",
+            "--remote-faultkit=/opt/fk",
+            "--",
+            "vllm",
+            "serve",
+            "m",
+            "--target",
+            "x",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        assert_eq!(
+            remote_argv(&args, "fk"),
+            ["fk", "launch", "--json", "--", "vllm", "serve", "m", "--target", "x"]
+        );
+    }
 }

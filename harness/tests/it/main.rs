@@ -1,5 +1,6 @@
 //! The harness's integration tests, one binary (matklad: "Delete Cargo Integration Tests").
 
+mod bad_input;
 mod cli;
 mod container;
 mod corpus;
