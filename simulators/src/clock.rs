@@ -65,6 +65,21 @@ impl SimTime {
         )
     }
 
+    /// Ray's Python logger: `2026-01-28 14:02:45,318`.
+    pub fn ray_stamp(self) -> String {
+        let c = self.parts();
+        format!(
+            "{:04}-{:02}-{:02} {:02}:{:02}:{:02},{:03}",
+            c.year,
+            c.month,
+            c.day,
+            c.hour,
+            c.minute,
+            c.second,
+            (self.0 % 1_000_000) / 1000
+        )
+    }
+
     /// RFC 3339 with nanoseconds, as `docker logs --timestamps` prints.
     pub fn rfc3339_nanos(self) -> String {
         let c = self.parts();

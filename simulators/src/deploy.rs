@@ -179,6 +179,22 @@ pub struct Deployment {
     pub failure: Option<Failure>,
     /// Which worker rank fails first when all ranks fail alike (seeded by the script).
     pub multi_gpu: bool,
+    /// Workers are Ray actors (`--distributed-executor-backend ray`, V1).
+    pub ray: bool,
+    /// Machines of the deployment; ranks fill them in order.
+    pub nodes: u32,
+}
+
+impl Deployment {
+    /// GPUs per machine.
+    pub fn gpus_per_node(&self) -> u32 {
+        (self.gpu_count / self.nodes.max(1)).max(1)
+    }
+
+    /// The machine a rank runs on (0: the head, where the API server and engine core run).
+    pub fn node_of(&self, rank: u32) -> u32 {
+        (rank / self.gpus_per_node()).min(self.nodes.max(1) - 1)
+    }
 }
 
 impl Deployment {
@@ -253,6 +269,9 @@ impl Deployment {
             },
             failure: None,
             multi_gpu: tp * pp > 1,
+            ray: args.distributed_executor_backend.as_deref() == Some("ray")
+                && profile.engine == Engine::V1,
+            nodes: s.host.nodes.max(1),
         };
         d.failure = d.first_failure(s, derived_max);
         d

@@ -16,6 +16,18 @@ pub struct Proc {
     pub pid: u32,
     /// A stable label for truth and seeds (`APIServer`, `EngineCore`, `Worker3`, `shell`).
     pub role: String,
+    /// A Ray actor: its output reaches the file through the Ray driver's stdout.
+    pub ray: Option<RayActor>,
+}
+
+/// How Ray forwards an actor's output: the driver (vLLM's engine core, whose own prefix comes
+/// first) prints `(RayWorkerWrapper pid=N, ip=A.B.C.D)` before each line; `ip` only for actors
+/// on another node than the driver.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RayActor {
+    pub driver_name: String,
+    pub driver_pid: u32,
+    pub ip: Option<String>,
 }
 
 /// What is written.
@@ -57,6 +69,8 @@ pub struct Renderer<'a> {
     pub force_color: bool,
     /// `VLLM_LOGGING_PREFIX`: literal text before the level.
     pub logging_prefix: String,
+    /// Ray colours its prefixes even into files unless `RAY_COLOR_PREFIX=0`.
+    pub ray_color: bool,
 }
 
 /// Bytes of one event and where its marked line starts.
@@ -67,8 +81,18 @@ pub struct Rendered {
 }
 
 impl Renderer<'_> {
-    /// The `(NAME pid=N) ` prefix of a process, with the profile's colour rule.
+    /// The `(NAME pid=N) ` prefix of a process, with the profile's colour rule. A Ray actor's
+    /// lines carry the driver's prefix, then Ray's.
     pub fn prefix(&self, proc: &Proc) -> String {
+        if let Some(ray) = &proc.ray {
+            let driver = Proc {
+                name: Some(ray.driver_name.clone()),
+                pid: ray.driver_pid,
+                role: String::new(),
+                ray: None,
+            };
+            return format!("{}{}", self.prefix(&driver), self.ray_prefix(proc));
+        }
         let Some(name) = &proc.name else {
             return String::new();
         };
@@ -83,6 +107,22 @@ impl Renderer<'_> {
             format!("\x1b[0;36m({name} pid={})\x1b[0;0m ", proc.pid)
         } else {
             format!("({name} pid={}) ", proc.pid)
+        }
+    }
+
+    /// Ray's own prefix of an actor's lines (`print_worker_logs`), cyan unless disabled.
+    pub fn ray_prefix(&self, proc: &Proc) -> String {
+        let name = proc.name.as_deref().unwrap_or("RayWorkerWrapper");
+        let ip = proc
+            .ray
+            .as_ref()
+            .and_then(|r| r.ip.as_ref())
+            .map_or(String::new(), |ip| format!(", ip={ip}"));
+        let inner = format!("({name} pid={}{ip})", proc.pid);
+        if self.ray_color {
+            format!("\x1b[36m{inner}\x1b[0m ")
+        } else {
+            format!("{inner} ")
         }
     }
 
@@ -179,11 +219,13 @@ mod tests {
             no_color: true,
             force_color: false,
             logging_prefix: String::new(),
+            ray_color: true,
         };
         let proc = Proc {
             name: Some("Worker_TP4".into()),
             pid: 7,
             role: "Worker4".into(),
+            ray: None,
         };
         let ev = Event {
             t: SimTime::from_secs(0),

@@ -87,6 +87,8 @@ pub struct RawHost {
     pub nccl: Option<Spanned<String>>,
     #[serde(default)]
     pub platform: Option<Spanned<String>>,
+    #[serde(default)]
+    pub nodes: Option<Spanned<u32>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -156,7 +158,7 @@ impl Runner {
 }
 
 /// Facts of the host that configuration alone does not show.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Host {
     /// Host RAM; loading weights beyond it gets the process killed by the OOM killer.
     pub ram_gib: Option<f64>,
@@ -167,6 +169,22 @@ pub struct Host {
     pub nccl: Option<NcclFault>,
     /// `cpu`: no GPU, vLLM's CPU platform plugin (realism captures).
     pub platform: Platform,
+    /// Machines the GPUs are spread over (a Ray cluster when more than one).
+    pub nodes: u32,
+}
+
+impl Default for Host {
+    fn default() -> Host {
+        Host {
+            ram_gib: None,
+            shm_mib: None,
+            ports_in_use: Vec::new(),
+            missing_modules: Vec::new(),
+            nccl: None,
+            platform: Platform::default(),
+            nodes: 1,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -482,7 +500,19 @@ impl Scenario {
                         }
                     },
                 };
+                let nodes = match &r.nodes {
+                    None => 1,
+                    Some(n) if (1..=16).contains(n.get_ref()) && gpu_count % n.get_ref() == 0 => {
+                        *n.get_ref()
+                    }
+                    Some(n) => {
+                        return Err(
+                            loc.at(n.span(), "host.nodes must be 1–16 and divide gpus.count")
+                        )
+                    }
+                };
                 Host {
+                    nodes,
                     ram_gib: r.ram_gib,
                     shm_mib: r.shm_mib,
                     ports_in_use: r.ports_in_use.clone(),

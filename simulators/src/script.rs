@@ -138,7 +138,12 @@ impl<'a> Builder<'a> {
         t: SimTime,
         prefixed: bool,
     ) -> usize {
-        self.procs.push(Proc { name, pid, role });
+        self.procs.push(Proc {
+            name,
+            pid,
+            role,
+            ray: None,
+        });
         self.clocks.push(t);
         self.prefixed.push(prefixed);
         self.procs.len() - 1
@@ -331,6 +336,16 @@ impl<'a> Builder<'a> {
     fn mark_root(&mut self, idx: usize, line: usize) {
         self.events[idx].mark = Some(line);
         self.root = Some(idx);
+    }
+
+    /// A sub-stream of the launch's randomness for ids that must not shift other draws.
+    fn d_rng(&self) -> Rng {
+        Seed(self.rng.next_u64()).rng()
+    }
+
+    /// Ray colours its prefixes unless `RAY_COLOR_PREFIX=0`.
+    fn ray_color(&self) -> bool {
+        self.env.get("RAY_COLOR_PREFIX").is_none_or(|v| v != "0")
     }
 
     /// `proc` is killed by `signal` at `t`: it writes nothing after that.
@@ -550,7 +565,12 @@ pub fn build_launch(
     if d.quantization.as_deref() == Some("modelopt_fp4") {
         b.log(API, "modelopt_nvfp4", &[]);
     }
-    b.log(API, "async_scheduling", &[]);
+    if d.ray {
+        b.log(API, "ray_async_disabled", &[]);
+        b.log(API, "async_disabled", &[]);
+    } else {
+        b.log(API, "async_scheduling", &[]);
+    }
     if let Some(Selection::Chosen {
         forced_block_size: Some(bs),
         ..
@@ -592,6 +612,11 @@ pub fn build_launch(
     }
     let config = engine_config(&b, d);
     b.log(eng, "engine_init", &[("config", config)]);
+    let ray_ips: Vec<String> = if d.ray {
+        ray_startup(&mut b, eng, &mut rng)
+    } else {
+        Vec::new()
+    };
 
     let world = d.world;
     let uniproc = world == 1;
@@ -607,7 +632,7 @@ pub fn build_launch(
                 &[("threads", threads.to_string())],
             );
         }
-        if let Some(_spec) = p.msg("shm_handle") {
+        if let (Some(_spec), false) = (p.msg("shm_handle"), d.ray) {
             let readers: Vec<String> = (1..world).map(|r| r.to_string()).collect();
             let psm = format!("{:08x}", rng.next_u64() as u32);
             b.shm_names.push(format!("psm_{psm}"));
@@ -642,6 +667,17 @@ pub fn build_launch(
                 t,
                 pre,
             );
+            if d.ray {
+                // A Ray actor: Ray prints its lines through the driver (the engine core).
+                let node = d.node_of(r) as usize;
+                b.procs[w].name = Some("RayWorkerWrapper".into());
+                b.procs[w].ray = Some(crate::record::RayActor {
+                    driver_name: engine_name.clone(),
+                    driver_pid: engine_pid,
+                    ip: (node > 0).then(|| ray_ips[node].clone()),
+                });
+                b.prefixed[w] = true;
+            }
             workers.push(w);
         }
     }
@@ -664,7 +700,14 @@ pub fn build_launch(
                 "world_size",
                 &[
                     ("rank", r.to_string()),
-                    ("local_rank", r.to_string()),
+                    ("local_rank", (r as u32 % d.gpus_per_node()).to_string()),
+                    (
+                        "init_host",
+                        ray_ips
+                            .first()
+                            .cloned()
+                            .unwrap_or_else(|| "127.0.0.1".into()),
+                    ),
                     ("port", port.to_string()),
                 ],
             );
@@ -825,8 +868,8 @@ pub fn build_launch(
         _ => {}
     }
 
-    // Decoration, then model loading.
-    if !uniproc {
+    // Decoration, then model loading. Ray actors keep Ray's prefix.
+    if !uniproc && !d.ray {
         for w in workers.iter_mut() {
             let r: u32 = b.procs[*w]
                 .role
@@ -1178,7 +1221,11 @@ pub fn build_launch(
     b.set_time(eng, t_ready.plus_ms(100));
     let init_secs = (t_ready.0.saturating_sub(t_kv.0)) as f64 / 1e6 + 40.0;
     b.log(eng, "init_engine_took", &[("secs", fmt2(init_secs))]);
-    b.log(eng, "async_scheduling", &[]);
+    if d.ray {
+        b.log(eng, "async_disabled", &[]);
+    } else {
+        b.log(eng, "async_scheduling", &[]);
+    }
 
     // API server up.
     b.set_time(API, b.now(eng).plus_ms(400));
@@ -1234,6 +1281,10 @@ pub fn build_launch(
         }) => {
             runtime_hang(&mut b, &workers, eng, process);
             status = LaunchStatus::Hung;
+        }
+        Some(Failure::NodeLoss { node, .. }) if d.ray => {
+            ray_node_loss(&mut b, &workers, eng, (*node).max(1), &ray_ips);
+            status = LaunchStatus::Crashed;
         }
         Some(Failure::NodeLoss { .. }) => {
             runtime_hang(&mut b, &workers, eng, "Worker_TP1");
@@ -2003,6 +2054,142 @@ fn shutdown(b: &mut Builder<'_>, workers: &[usize], uniproc: bool) {
             b.log(w, "worker_shutting_down", &[]);
         }
     }
+}
+
+/// The Ray driver (the engine core) joins the cluster and reserves the GPUs; returns the node
+/// IPs (head first).
+fn ray_startup(b: &mut Builder<'_>, eng: usize, rng: &mut Rng) -> Vec<String> {
+    let d = b.d;
+    let net = (rng.range(0, 255), rng.range(0, 255));
+    let ips: Vec<String> = (0..d.nodes)
+        .map(|k| format!("10.{}.{}.{}", net.0, net.1, 2 + k))
+        .collect();
+    b.log(eng, "async_disabled", &[]);
+    let local = d.gpus_per_node();
+    if d.world > local {
+        b.log(
+            eng,
+            "ray_tp_exceeds",
+            &[("world", d.world.to_string()), ("local", local.to_string())],
+        );
+    }
+    b.advance_ms(eng, 50, 400);
+    let t = b.now(eng);
+    b.stream(
+        eng,
+        format!(
+            "{}\tINFO worker.py:1771 -- Connecting to existing Ray cluster at address: {}:6379...\n",
+            t.ray_stamp(),
+            ips[0]
+        ),
+    );
+    b.advance_ms(eng, 300, 1500);
+    let t = b.now(eng);
+    b.stream(
+        eng,
+        format!(
+            "{}\tINFO worker.py:1951 -- Connected to Ray cluster.\n",
+            t.ray_stamp()
+        ),
+    );
+    b.log(eng, "ray_new_pg", &[]);
+    if d.tp > local {
+        for _ in 0..d.nodes {
+            let node_id = hex(rng, 56);
+            b.log(
+                eng,
+                "ray_tp_bigger",
+                &[
+                    ("tp", d.tp.to_string()),
+                    ("local", local.to_string()),
+                    ("node_id", node_id),
+                ],
+            );
+        }
+    }
+    ips
+}
+
+fn hex(rng: &mut Rng, n: usize) -> String {
+    let mut s = String::with_capacity(n + 16);
+    while s.len() < n {
+        s.push_str(&format!("{:016x}", rng.next_u64()));
+    }
+    s.truncate(n);
+    s
+}
+
+/// A node of the Ray cluster goes away while serving (power loss, cable cut): nothing for about
+/// a minute, then Ray marks the node dead, the compiled graph is torn down, the engine core dies
+/// with the lost actor's `ActorDiedError`, and the API server with `EngineDeadError`.
+fn ray_node_loss(b: &mut Builder<'_>, workers: &[usize], eng: usize, node: u32, ips: &[String]) {
+    let p = b.p;
+    let d = b.d;
+    let node = node.min(d.nodes.saturating_sub(1)).max(1);
+    let ip = ips.get(node as usize).cloned().unwrap_or_default();
+    let t_loss = b.now(API).plus_ms(b.rng.range(100, 3000));
+    let lost: Vec<usize> = workers
+        .iter()
+        .enumerate()
+        .filter(|(r, _)| d.node_of(*r as u32) == node)
+        .map(|(_, &w)| w)
+        .collect();
+    for &w in &lost {
+        b.die(w, t_loss, Signal::Kill);
+    }
+    let mut rng = b.d_rng();
+    let node_id = hex(&mut rng, 56);
+    b.set_time(eng, t_loss.plus_ms(b.rng.range(55_000, 65_000)));
+    let raylet = if b.ray_color() {
+        "\x1b[33m(raylet)\x1b[0m"
+    } else {
+        "(raylet)"
+    };
+    let idx = b.stream(
+        eng,
+        format!(
+            "{raylet} The node with node id: {node_id} and address: {ip} and node name: {ip} has been marked dead because the detector has missed too many heartbeats from it. This can happen when a \t(1) raylet crashes unexpectedly (OOM, etc.) \n\t(2) raylet has lagging heartbeats due to slow network or busy workload.\n"
+        ),
+    );
+    b.mark_root(idx, 0);
+    b.advance_ms(eng, 1, 20);
+    let t = b.now(eng);
+    b.stream(
+        eng,
+        format!(
+            "{}\tINFO compiled_dag_node.py:2171 -- Tearing down compiled DAG\n",
+            t.ray_stamp()
+        ),
+    );
+    for _ in workers {
+        let actor = hex(&mut rng, 32);
+        let t = b.now(eng);
+        b.stream(
+            eng,
+            format!(
+                "{}\tINFO compiled_dag_node.py:2176 -- Cancelling compiled worker on actor: Actor(RayWorkerWrapper, {actor})\n",
+                t.ray_stamp()
+            ),
+        );
+    }
+    let first_lost = lost.first().copied().unwrap_or(eng);
+    let exc = b.fill(
+        p.error("ray_actor_died"),
+        &[
+            ("actor_id", hex(&mut rng, 32)),
+            ("pid", b.procs[first_lost].pid.to_string()),
+            ("namespace", uuid(&mut rng)),
+            ("ip", ip.clone()),
+            ("node_id", node_id),
+        ],
+    );
+    b.advance_ms(eng, 5, 50);
+    let tb = Traceback::new(exc).with(p, "engine_ray_step");
+    b.log_exception(eng, "engine_fatal", &tb, false);
+    b.log(eng, "ray_shutdown", &[]);
+    b.set_time(API, b.now(eng).plus_ms(b.rng.range(5, 80)));
+    let api = Traceback::new(p.error("engine_dead").to_string()).with(p, "api_output_handler");
+    b.log_exception(API, "output_handler_failed", &api, false);
 }
 
 fn rank_of(b: &Builder<'_>, workers: &[usize], process: &str) -> usize {

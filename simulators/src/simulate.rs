@@ -85,6 +85,7 @@ pub fn simulate(s: &Scenario, opts: &SimOptions, out: &mut dyn Write) -> io::Res
             .get("VLLM_LOGGING_PREFIX")
             .cloned()
             .unwrap_or_default(),
+        ray_color: s.env.get("RAY_COLOR_PREFIX").is_none_or(|v| v != "0"),
     };
     let main = Deployment::derive(&s, &s.args);
     let mut segments: Vec<Segment> = Vec::new();
@@ -846,6 +847,7 @@ fn pad(
             name: Some("APIServer".into()),
             pid: 100_000,
             role: "APIServer".into(),
+            ray: None,
         })
         .len();
     let dur = traffic::duration_us(missing, prefix_len);

@@ -127,6 +127,7 @@ impl Runtime {
                 .get("VLLM_LOGGING_PREFIX")
                 .cloned()
                 .unwrap_or_default(),
+            ray_color: s.env.get("RAY_COLOR_PREFIX").is_none_or(|v| v != "0"),
         };
         let me = std::process::id();
         let mut subst = Vec::new();
