@@ -71,6 +71,9 @@ pub struct Renderer<'a> {
     pub logging_prefix: String,
     /// Ray colours its prefixes even into files unless `RAY_COLOR_PREFIX=0`.
     pub ray_color: bool,
+    /// Render a Ray actor's lines as they reach the file (driver prefix included). The fake
+    /// server's actors write only Ray's prefix: their driver adds its own as it forwards them.
+    pub ray_driver_prefix: bool,
 }
 
 /// Bytes of one event and where its marked line starts.
@@ -85,6 +88,9 @@ impl Renderer<'_> {
     /// lines carry the driver's prefix, then Ray's.
     pub fn prefix(&self, proc: &Proc) -> String {
         if let Some(ray) = &proc.ray {
+            if !self.ray_driver_prefix {
+                return self.ray_prefix(proc);
+            }
             let driver = Proc {
                 name: Some(ray.driver_name.clone()),
                 pid: ray.driver_pid,
@@ -220,6 +226,7 @@ mod tests {
             force_color: false,
             logging_prefix: String::new(),
             ray_color: true,
+            ray_driver_prefix: true,
         };
         let proc = Proc {
             name: Some("Worker_TP4".into()),

@@ -502,7 +502,10 @@ impl Scenario {
                 };
                 let nodes = match &r.nodes {
                     None => 1,
-                    Some(n) if (1..=16).contains(n.get_ref()) && gpu_count.is_multiple_of(*n.get_ref()) => {
+                    Some(n)
+                        if (1..=16).contains(n.get_ref())
+                            && gpu_count.is_multiple_of(*n.get_ref()) =>
+                    {
                         *n.get_ref()
                     }
                     Some(n) => {

@@ -72,6 +72,10 @@ pub struct LaunchLog {
     pub hangs: Vec<Hang>,
     /// Names of the `/dev/shm` segments the launch creates (`psm_…`).
     pub shm_names: Vec<String>,
+    /// IPs of the machines of a Ray deployment, head first (empty otherwise).
+    pub node_ips: Vec<String>,
+    /// A Ray node lost while serving: (node, when).
+    pub node_loss: Option<(u32, SimTime)>,
 }
 
 /// A process killed by a signal at `t`.
@@ -125,6 +129,8 @@ struct Builder<'a> {
     deaths: Vec<Death>,
     hangs: Vec<Hang>,
     shm_names: Vec<String>,
+    node_ips: Vec<String>,
+    node_loss: Option<(u32, SimTime)>,
 }
 
 const API: usize = 0;
@@ -435,6 +441,8 @@ pub fn build_launch(
         deaths: Vec::new(),
         hangs: Vec::new(),
         shm_names: Vec::new(),
+        node_ips: Vec::new(),
+        node_loss: None,
     };
     let model_name = d.args.model.clone();
     b.vars.insert("version", d.version.to_string());
@@ -1347,6 +1355,8 @@ fn finish(
         deaths: b.deaths,
         hangs: b.hangs,
         shm_names: b.shm_names,
+        node_ips: b.node_ips,
+        node_loss: b.node_loss,
     }
 }
 
@@ -2064,6 +2074,7 @@ fn ray_startup(b: &mut Builder<'_>, eng: usize, rng: &mut Rng) -> Vec<String> {
     let ips: Vec<String> = (0..d.nodes)
         .map(|k| format!("10.{}.{}.{}", net.0, net.1, 2 + k))
         .collect();
+    b.node_ips = ips.clone();
     b.log(eng, "async_disabled", &[]);
     let local = d.gpus_per_node();
     if d.world > local {
@@ -2137,6 +2148,7 @@ fn ray_node_loss(b: &mut Builder<'_>, workers: &[usize], eng: usize, node: u32, 
     for &w in &lost {
         b.die(w, t_loss, Signal::Kill);
     }
+    b.node_loss = Some((node, t_loss));
     let mut rng = b.d_rng();
     let node_id = hex(&mut rng, 56);
     b.set_time(eng, t_loss.plus_ms(b.rng.range(55_000, 65_000)));

@@ -86,6 +86,7 @@ pub fn simulate(s: &Scenario, opts: &SimOptions, out: &mut dyn Write) -> io::Res
             .cloned()
             .unwrap_or_default(),
         ray_color: s.env.get("RAY_COLOR_PREFIX").is_none_or(|v| v != "0"),
+        ray_driver_prefix: true,
     };
     let main = Deployment::derive(&s, &s.args);
     let mut segments: Vec<Segment> = Vec::new();

@@ -160,8 +160,14 @@ pub fn run(s: &Scenario, seed: u64, dir: &Path) -> Result<ProcessRun, String> {
         _ => None,
     });
     let restart = s.faults.contains(&Fault::HostRestart);
+    let node_loss = s.fault(|f| match f {
+        Fault::NodeLoss { node, .. } => Some(*node),
+        _ => None,
+    });
     let (verdict, log, extra) = if let Some(at) = kill_at {
         host_kill(s, dir, at)?
+    } else if let Some(node) = node_loss {
+        node_loss_flow(s, dir, node)?
     } else if restart {
         host_restart(s, dir)?
     } else {
@@ -369,6 +375,123 @@ fn host_kill(s: &Scenario, dir: &Path, at: Phase) -> Result<Played, String> {
     let copy = dir.join("server.log");
     std::fs::copy(&log, &copy).map_err(|e| err("copying log", e))?;
     Ok((verdict_of(&bytes), copy, extra))
+}
+
+/// A Ray deployment over several host containers on a private network; one machine is killed
+/// while serving.
+fn node_loss_flow(s: &Scenario, dir: &Path, lost: u32) -> Result<Played, String> {
+    let nodes = s.host.nodes.max(2);
+    let per_node = s.gpu_count / nodes;
+    let net = format!("faultkit-{}-{}", s.name, std::process::id());
+    let scenario_in_image = format!("/scenarios/{}/{}.toml", s.group, s.name);
+    let start = |name: &str, mounts: bool| -> Result<Host, String> {
+        let mut req = GenericImage::new(IMAGE_NAME, IMAGE_TAG)
+            .with_network(net.clone())
+            .with_env_var("FAULTKIT_GPUS", format!("{per_node}x{}", s.gpu.id))
+            .with_env_var("FAULTKIT_TIME_SCALE", FAST_SCALE.to_string())
+            .with_env_var("FAULTKIT_SCENARIO", scenario_in_image.clone())
+            .with_env_var("FAULTKIT_STATE_DIR", format!("{CASE_MOUNT}/state"))
+            .with_env_var("FAULTKIT_NODE_NAME", name)
+            .with_startup_timeout(Duration::from_secs(60));
+        for (k, v) in &s.env {
+            req = req.with_env_var(k.clone(), v.clone());
+        }
+        if mounts {
+            req = req.with_mount(Mount::bind_mount(dir.display().to_string(), CASE_MOUNT));
+        }
+        req.start().map_err(|e| err("starting a host container", e))
+    };
+    let head = start("head", true)?;
+    let head_ip = container_ip(head.id(), &net)?;
+    let mut workers = Vec::new();
+    for k in 1..nodes {
+        let w = start(&format!("node{k}"), false)?;
+        sh(
+            &w,
+            &format!("fake-vllm ray-node --address {head_ip}:6379 > /var/log/ray-node.log 2>&1 < /dev/null &"),
+        )?;
+        workers.push(w);
+    }
+    let mut extra = Vec::new();
+    let argv = serve_command(s)?;
+    let mut launch: Vec<&str> = vec![
+        "faultkit",
+        "launch",
+        "--ready-timeout",
+        "120",
+        "--json",
+        "--",
+    ];
+    launch.extend(argv.iter().map(String::as_str));
+    let (code, out, errs) = exec(&head, &launch)?;
+    let r: serde_json::Value =
+        serde_json::from_str(&out).map_err(|e| format!("launch ({code}): {e}: {errs}"))?;
+    check(
+        &mut extra,
+        r["outcome"] == "ready",
+        "launch_ready",
+        "ready",
+        r["outcome"].to_string(),
+    );
+    let log_in = r["log"].as_str().ok_or("launch gave no log")?.to_string();
+    let log_host = dir.join(
+        log_in
+            .strip_prefix(&format!("{CASE_MOUNT}/"))
+            .ok_or("log outside the case dir")?,
+    );
+    // The machine goes away.
+    let victim = workers
+        .get((lost.max(1) - 1) as usize)
+        .ok_or("no such machine")?;
+    victim
+        .stop_with_timeout(Some(0))
+        .map_err(|e| err("killing the machine", e))?;
+    // Someone following the log sees the failure when it is there.
+    let (code, out, _) = exec(
+        &head,
+        &[
+            "faultkit",
+            "follow",
+            "--until-failure",
+            "--timeout",
+            "120",
+            "--json",
+            &log_in,
+        ],
+    )?;
+    let followed: serde_json::Value = serde_json::from_str(&out).unwrap_or_default();
+    check(
+        &mut extra,
+        code == 1 && followed["root_cause"]["id"] == "node_lost",
+        "follow_names_the_lost_node",
+        "exit 1, node_lost",
+        format!("exit {code}, {}", followed["root_cause"]["id"]),
+    );
+    let (code, _, _) = exec(&head, &["faultkit", "stop"])?;
+    check(&mut extra, code == 0, "stop_exit", "0", code.to_string());
+    let bytes = std::fs::read(&log_host).map_err(|e| err("reading log", e))?;
+    let copy = dir.join("server.log");
+    std::fs::write(&copy, &bytes).map_err(|e| err("copying log", e))?;
+    drop(workers);
+    head.rm().map_err(|e| err("removing the container", e))?;
+    Ok((verdict_of(&bytes), copy, extra))
+}
+
+fn container_ip(id: &str, net: &str) -> Result<String, String> {
+    let out = std::process::Command::new("docker")
+        .args([
+            "inspect",
+            "--format",
+            &format!("{{{{(index .NetworkSettings.Networks \"{net}\").IPAddress}}}}"),
+            id,
+        ])
+        .output()
+        .map_err(|e| err("docker inspect", e))?;
+    let ip = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    if ip.is_empty() {
+        return Err(format!("no address on network {net}"));
+    }
+    Ok(ip)
 }
 
 fn host_restart(s: &Scenario, dir: &Path) -> Result<Played, String> {

@@ -26,6 +26,7 @@
 pub mod gpu;
 pub mod http;
 pub mod plan;
+pub mod ray;
 pub mod replay;
 pub mod smi;
 
@@ -60,6 +61,10 @@ const ENV_HELD_MIB: &str = "FAULTKIT_HELD_MIB";
 const ENV_PORT_BUSY: &str = "FAULTKIT_PORT_BUSY";
 const ENV_PIDS: &str = "FAULTKIT_PIDS";
 const ENV_SHM_NAME: &str = "FAULTKIT_SHM_NAME";
+/// `sim=real,…`: the machines' simulated IPs and their real ones.
+const ENV_NODE_IPS: &str = "FAULTKIT_NODE_IPS";
+/// The port of the fake Ray driver (default 6379).
+pub const ENV_RAY_PORT: &str = "FAULTKIT_RAY_PORT";
 
 /// Environment variables vLLM reads that change what it writes; the real environment wins over
 /// the scenario's `env`.
@@ -125,6 +130,7 @@ pub fn main() -> i32 {
         b if b.starts_with("python") => python(&argv),
         "vllm" => server(argv),
         _ if argv.get(1).map(String::as_str) == Some("init") => init(),
+        _ if argv.get(1).map(String::as_str) == Some("ray-node") => ray::agent(&argv[2..]),
         _ => {
             // `fake-vllm serve MODEL …` behaves as `vllm serve MODEL …`.
             let mut v = vec!["vllm".to_string()];
@@ -354,8 +360,9 @@ impl Setup {
         }
         if let Ok(state) = gpu::GpuState::load(&self.gpu_state) {
             if let Some(g) = catalog::gpu(&state.model) {
+                // The state is this machine's; a multi-machine scenario has as many of them.
                 self.scenario.gpu = g;
-                self.scenario.gpu_count = state.count;
+                self.scenario.gpu_count = state.count * self.scenario.host.nodes.max(1);
             }
         }
     }

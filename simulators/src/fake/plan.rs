@@ -47,6 +47,10 @@ pub enum What {
     Die(i32),
     /// Stop making progress; ignore SIGTERM.
     Hang,
+    /// (Ray driver) Wait until the machine `node` is really gone; what follows is the reaction.
+    AwaitNodeLoss { node: u32 },
+    /// Wait until the child with this role has exited; what follows is the reaction.
+    AwaitChildExit(String),
 }
 
 /// One process of the tree.
@@ -59,6 +63,10 @@ pub struct RolePlan {
     pub run: Vec<Step>,
     /// Steps after a stop request (healthy launches: the shutdown lines).
     pub on_stop: Vec<Step>,
+    /// The machine the process runs on (0: the head; others only in Ray deployments).
+    pub node: u32,
+    /// A Ray actor: its output goes to its driver (the engine core), which prints it.
+    pub ray_actor: bool,
 }
 
 /// The launch, per process.
@@ -108,6 +116,8 @@ impl Plan {
                 parent: parent_of(&role, &log, &d),
                 run: Vec::new(),
                 on_stop: Vec::new(),
+                node: node_of_role(&role, &d),
+                ray_actor: log.procs[ev.proc].ray.is_some(),
             });
             let step = Step {
                 t: ev.t,
@@ -130,6 +140,8 @@ impl Plan {
                 parent: None,
                 run: Vec::new(),
                 on_stop: Vec::new(),
+                node: 0,
+                ray_actor: false,
             });
 
         // Spawns: a child starts a little before its first line.
@@ -194,6 +206,7 @@ impl Plan {
                 .map(|s| s.t)
                 .min()
         });
+        let first_spawn = first_spawn.filter(|_| !d.ray);
         if let Some(t) = logged.map(|ev| ev.t).or(first_spawn) {
             let t = SimTime(t.0.saturating_sub(1)).min(first_spawn.unwrap_or(t));
             if let Some(eng) = roles.get_mut(ENGINE_ROLE) {
@@ -220,9 +233,29 @@ impl Plan {
             });
         }
 
-        // Faults: a death or a hang ends the process's timeline.
+        // A lost Ray node: the driver reacts when the machine is really gone.
+        if let (Some((node, t)), Some(eng)) = (log.node_loss, roles.get_mut(ENGINE_ROLE)) {
+            eng.run.push(Step {
+                t,
+                what: What::AwaitNodeLoss { node },
+            });
+            // The API server reacts to the engine core's death.
+            if let Some(api) = roles.get_mut(API_ROLE) {
+                api.run.push(Step {
+                    t,
+                    what: What::AwaitChildExit(ENGINE_ROLE.to_string()),
+                });
+            }
+        }
+
+        // Faults: a death or a hang ends the process's timeline. (The processes of a lost
+        // machine die with it: nothing in them does it.)
         for death in &log.deaths {
             if let Some(rp) = roles.get_mut(&death.role) {
+                if rp.node > 0 {
+                    rp.run.retain(|s| s.t < death.t);
+                    continue;
+                }
                 rp.run.retain(|s| s.t < death.t);
                 rp.on_stop.clear();
                 rp.run.push(Step {
@@ -253,6 +286,20 @@ impl Plan {
             roles,
             stays_up,
         }
+    }
+
+    /// A worker with nothing to say about a failure elsewhere: its steps end before the root
+    /// cause, so it waits for its parent to go.
+    pub fn lingers(&self, role: &str) -> bool {
+        let Some(root_t) = self.log.root.map(|i| self.log.events[i].t) else {
+            return false;
+        };
+        !self.stays_up
+            && role.starts_with("Worker")
+            && self
+                .roles
+                .get(role)
+                .is_some_and(|r| r.run.last().is_none_or(|s| s.t < root_t))
     }
 
     /// The simulated pid of `role` (the launch script's), for substitution by the real one.
@@ -294,10 +341,21 @@ fn parent_of(role: &str, log: &LaunchLog, d: &Deployment) -> Option<String> {
     Some(API_ROLE.to_string())
 }
 
-/// The rank whose GPU a role holds, if any.
+/// The machine a role runs on.
+fn node_of_role(role: &str, d: &Deployment) -> u32 {
+    match role
+        .strip_prefix("Worker")
+        .and_then(|r| r.parse::<u32>().ok())
+    {
+        Some(r) if d.ray => d.node_of(r),
+        _ => 0,
+    }
+}
+
+/// The GPU (index on its machine) a role holds, if any.
 fn gpu_rank(role: &str, roles: &BTreeMap<String, RolePlan>, d: &Deployment) -> Option<u32> {
     if let Some(r) = role.strip_prefix("Worker") {
-        return r.parse().ok();
+        return r.parse::<u32>().ok().map(|r| r % d.gpus_per_node());
     }
     let has_worker0 = roles.contains_key("Worker0");
     if role == ENGINE_ROLE && (!has_worker0 || d.profile.engine == Engine::V0) {

@@ -19,7 +19,8 @@ use rustix::process::{kill_process, Pid, Signal};
 
 use super::gpu::{GpuState, GpuUser};
 use super::plan::{Plan, RolePlan, What, API_ROLE};
-use super::{http, Setup, ENV_PIDS, ENV_SHM_NAME};
+use super::ray::{self, Hub, Lines};
+use super::{http, Setup, ENV_NODE_IPS, ENV_PIDS, ENV_RAY_PORT, ENV_SHM_NAME};
 use crate::clock::{self, SimTime};
 use crate::procfs::ProcInfo;
 use crate::record::{Body, Renderer};
@@ -102,7 +103,15 @@ pub struct Runtime {
     stop: Arc<AtomicBool>,
     parent_at_start: Option<Pid>,
     start_time: u64,
+    /// (Ray driver) the machines that joined.
+    hub: Option<Arc<Hub>>,
+    /// Added to every due time: the launch's clock after waiting for a real event.
+    shift_us: u64,
 }
+
+/// How long a Ray driver waits for its machines, and for the loss it expects.
+const RAY_JOIN_WAIT_MS: u64 = 120_000;
+const NODE_LOSS_WAIT_MS: u64 = 600_000;
 
 enum Outcome {
     /// The plan ran out: stay up, or exit.
@@ -128,6 +137,7 @@ impl Runtime {
                 .cloned()
                 .unwrap_or_default(),
             ray_color: s.env.get("RAY_COLOR_PREFIX").is_none_or(|v| v != "0"),
+            ray_driver_prefix: false,
         };
         let me = std::process::id();
         let mut subst = Vec::new();
@@ -145,6 +155,14 @@ impl Runtime {
         if let (Some(sim), Ok(real)) = (plan.log.shm_names.first(), std::env::var(ENV_SHM_NAME)) {
             subst.push((sim.clone(), real));
         }
+        // The machines' simulated IPs and the real ones (Ray deployments).
+        if let Ok(pairs) = std::env::var(ENV_NODE_IPS) {
+            for pair in pairs.split(',') {
+                if let Some((a, b)) = pair.split_once('=') {
+                    subst.push((a.to_string(), b.to_string()));
+                }
+            }
+        }
         let start_time = ProcInfo::read(me).map_or(0, |p| p.start_time);
         Runtime {
             setup,
@@ -159,7 +177,66 @@ impl Runtime {
             stop,
             parent_at_start: rustix::process::getppid(),
             start_time,
+            hub: None,
+            shift_us: 0,
         }
+    }
+
+    /// The Ray driver of a multi-machine deployment: wait for the other machines to join.
+    fn join_ray_cluster(&mut self) {
+        let d = &self.plan.deployment;
+        if !(d.ray && d.nodes > 1 && self.role == super::plan::ENGINE_ROLE) {
+            return;
+        }
+        let port = std::env::var(ENV_RAY_PORT)
+            .ok()
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(ray::DEFAULT_PORT);
+        let prefix = self.own_prefix();
+        let hub = match Hub::listen(port, move |stream, bytes| {
+            forward(stream, &ray::prefixed_lines(&prefix, bytes));
+        }) {
+            Ok(h) => h,
+            Err(e) => {
+                eprintln!("fake-vllm: cannot listen for Ray machines on port {port}: {e}");
+                return;
+            }
+        };
+        let want = (d.nodes - 1) as usize;
+        let (ips, driver_ip) = hub.wait_agents(want, Duration::from_millis(RAY_JOIN_WAIT_MS));
+        if ips.len() < want {
+            eprintln!(
+                "fake-vllm: only {} of {want} Ray machines joined",
+                ips.len()
+            );
+        }
+        let sim = self.plan.log.node_ips.clone();
+        let mut pairs = Vec::new();
+        if let (Some(s0), Some(real)) = (sim.first(), driver_ip) {
+            pairs.push((s0.clone(), real));
+        }
+        for (k, ip) in ips.iter().enumerate() {
+            if let Some(s) = sim.get(k + 1) {
+                pairs.push((s.clone(), ip.clone()));
+            }
+        }
+        self.subst.extend(pairs);
+        self.hub = Some(hub);
+    }
+
+    /// This process's own prefix, as its lines carry it.
+    fn own_prefix(&self) -> String {
+        let log = &self.plan.log;
+        log.procs
+            .iter()
+            .rev()
+            .find(|p| p.role == self.role && p.name.is_some())
+            .map(|p| {
+                let mut p = p.clone();
+                p.pid = std::process::id();
+                self.renderer.prefix(&p)
+            })
+            .unwrap_or_default()
     }
 
     fn rp(&self) -> &RolePlan {
@@ -167,6 +244,7 @@ impl Runtime {
     }
 
     fn run(mut self) -> i32 {
+        self.join_ray_cluster();
         let steps = self.rp().run.clone();
         let mut ready = false;
         for step in &steps {
@@ -185,7 +263,19 @@ impl Runtime {
                 }
                 What::Die(sig) => self.die(*sig),
                 What::Hang => self.hang(),
+                What::AwaitNodeLoss { node } => self.await_node_loss(*node, step.t),
+                What::AwaitChildExit(role) => self.await_child_exit(role, step.t),
             }
+        }
+        if self.plan.lingers(&self.role) {
+            // A worker with nothing to say about a failure elsewhere waits for its parent to
+            // go (vLLM's executor, or Ray, then ends it).
+            while !self.stop_requested() && !self.parent_gone() {
+                self.reap();
+                std::thread::sleep(Duration::from_millis(POLL_MS));
+            }
+            self.cleanup();
+            return 1;
         }
         if !self.plan.stays_up {
             // The launch failed: leave after the children, as vLLM's processes unwind.
@@ -204,10 +294,51 @@ impl Runtime {
         }
     }
 
+    /// The real instant of launch time `t`.
+    fn due(&self, t: SimTime) -> u64 {
+        let offset_us = t.0.saturating_sub(self.setup.t0.0) as f64 * self.setup.scale;
+        self.setup.t0.0 + offset_us as u64 + self.shift_us
+    }
+
+    /// (Ray driver) Blocks until machine `node` is really gone; the launch's clock then runs
+    /// from that moment.
+    fn await_node_loss(&mut self, node: u32, t: SimTime) {
+        let Some(hub) = self.hub.clone() else {
+            return;
+        };
+        if !hub.wait_lost(node, Duration::from_millis(NODE_LOSS_WAIT_MS)) {
+            return;
+        }
+        let now = clock::wall_now().0;
+        let due = self.due(t);
+        self.shift_us += now.saturating_sub(due);
+    }
+
+    /// Blocks until the child `role` has exited; the launch's clock then runs from that moment.
+    fn await_child_exit(&mut self, role: &str, t: SimTime) {
+        let start = clock::wall_now().0;
+        loop {
+            let gone = self
+                .children
+                .iter_mut()
+                .filter(|(r, _)| r == role)
+                .all(|(_, c)| !matches!(c.try_wait(), Ok(None)));
+            if gone || self.stop_requested() {
+                break;
+            }
+            if clock::wall_now().0.saturating_sub(start) / 1000 >= NODE_LOSS_WAIT_MS {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(POLL_MS));
+        }
+        let now = clock::wall_now().0;
+        let due = self.due(t);
+        self.shift_us += now.saturating_sub(due);
+    }
+
     /// Sleeps until the scaled instant of `t`; a stop request ends the wait early.
     fn wait_until(&mut self, t: SimTime) -> Outcome {
-        let offset_us = t.0.saturating_sub(self.setup.t0.0) as f64 * self.setup.scale;
-        let due = self.setup.t0.0 + offset_us as u64;
+        let due = self.due(t);
         loop {
             self.reap();
             if self.stop_requested() {
@@ -220,6 +351,10 @@ impl Runtime {
             let left_ms = (due - now).div_ceil(1000);
             std::thread::sleep(Duration::from_millis(left_ms.min(POLL_MS)));
         }
+    }
+
+    fn parent_gone(&self) -> bool {
+        rustix::process::getppid() != self.parent_at_start
     }
 
     /// SIGTERM/SIGINT arrived, or (vLLM ≥ 0.16, whose processes watch their parent) the parent
@@ -267,13 +402,14 @@ impl Runtime {
         }
     }
 
-    /// Waits (bounded) until every child has exited.
+    /// Waits (bounded) until every child has exited (children that wait for us to go first are
+    /// not waited for).
     fn wait_children(&mut self, bound_ms: u64) {
         let start = clock::wall_now().0;
         loop {
             let mut running = 0;
-            for (_, child) in &mut self.children {
-                if matches!(child.try_wait(), Ok(None)) {
+            for (role, child) in &mut self.children {
+                if matches!(child.try_wait(), Ok(None)) && !self.plan.lingers(role) {
                     running += 1;
                 }
             }
@@ -339,10 +475,56 @@ impl Runtime {
         if let Some(name) = self.shm_name_for_children() {
             cmd.env(ENV_SHM_NAME, name);
         }
+        let ips: Vec<String> = self
+            .subst
+            .iter()
+            .filter(|(a, _)| self.plan.log.node_ips.contains(a))
+            .map(|(a, b)| format!("{a}={b}"))
+            .collect();
+        if !ips.is_empty() {
+            cmd.env(ENV_NODE_IPS, ips.join(","));
+        }
+        let actor = self.plan.roles.get(role).is_some_and(|r| r.ray_actor);
+        let node = self.plan.roles.get(role).map_or(0, |r| r.node);
+        if actor && node > 0 {
+            // On another machine: its node agent starts it.
+            let mut env: Vec<(String, String)> = self
+                .setup
+                .child_env(role)
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect();
+            env.push((ENV_PIDS.into(), pids.join(",")));
+            if !ips.is_empty() {
+                env.push((ENV_NODE_IPS.into(), ips.join(",")));
+            }
+            match &self.hub {
+                Some(h) => {
+                    if let Err(e) = h.spawn(node, role, &env) {
+                        eprintln!("fake-vllm: cannot start {role} on machine {node}: {e}");
+                    }
+                }
+                None => eprintln!("fake-vllm: no Ray machine {node} for {role}"),
+            }
+            return;
+        }
+        if actor {
+            // A Ray actor on this machine: its output comes back here and is printed by us.
+            cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        }
         match cmd.spawn() {
-            Ok(child) => {
+            Ok(mut child) => {
                 if let Some(sim) = self.plan.sim_pid(role) {
                     self.subst.push((sim.to_string(), child.id().to_string()));
+                }
+                if actor {
+                    let prefix = self.own_prefix();
+                    if let Some(out) = child.stdout.take() {
+                        relay(out, 1, prefix.clone());
+                    }
+                    if let Some(err) = child.stderr.take() {
+                        relay(err, 2, prefix);
+                    }
                 }
                 self.children.push((role.to_string(), child));
             }
@@ -448,6 +630,38 @@ impl Runtime {
             std::thread::sleep(Duration::from_millis(POLL_MS * 10));
         }
     }
+}
+
+/// Writes forwarded actor output to this process's stdout (1) or stderr (2).
+fn forward(stream: u8, bytes: &[u8]) {
+    if stream == 2 {
+        let _ = io::stderr().lock().write_all(bytes);
+    } else {
+        let mut out = io::stdout().lock();
+        let _ = out.write_all(bytes);
+        let _ = out.flush();
+    }
+}
+
+/// Prints a local actor's output with the driver's prefix, line by line.
+fn relay(mut pipe: impl io::Read + Send + 'static, stream: u8, prefix: String) {
+    std::thread::spawn(move || {
+        let mut lines = Lines::default();
+        let mut buf = vec![0u8; 64 << 10];
+        loop {
+            let n = match pipe.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            };
+            if let Some(whole) = lines.push(&buf[..n]) {
+                forward(stream, &ray::prefixed_lines(&prefix, &whole));
+            }
+        }
+        let rest = lines.finish();
+        if !rest.is_empty() {
+            forward(stream, &ray::prefixed_lines(&prefix, &rest));
+        }
+    });
 }
 
 /// Replaces whole tokens (not inside a longer word or number) of `bytes`.
