@@ -11,6 +11,7 @@ pub mod compare;
 #[cfg(feature = "container")]
 pub mod container;
 pub mod process;
+pub mod realism;
 pub mod report;
 pub mod snapshot;
 pub mod swarm;
