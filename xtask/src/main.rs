@@ -3,8 +3,10 @@
 //! beyond `.ci/run`).
 
 mod bench;
+mod capture;
 mod ci;
 mod image;
+mod realism;
 mod tidy;
 
 use anyhow::Result;
@@ -25,6 +27,10 @@ enum Cmd {
     Ci,
     /// Style checks of STYLE.md (also run as tests).
     Tidy,
+    /// Capture real vLLM logs as fixtures (local, heavy: installs vLLM; never in CI).
+    Capture(capture::CaptureArgs),
+    /// Line-template coverage of the real vLLM captures by the simulator, per version.
+    Realism(realism::RealismArgs),
     /// Build the fake GPU host image faultkit/gpu-host:dev (FROM scratch, no registry).
     Image(image::ImageArgs),
     /// Benchmarks: criterion suite, triage vs rg, peak memory, baselines (--save / --baseline).
@@ -47,6 +53,8 @@ fn main() -> Result<()> {
         Cmd::Tidy => tidy::run()?,
         Cmd::Bench(a) => bench::run(a)?,
         Cmd::Image(a) => image::run(a)?,
+        Cmd::Realism(a) => realism::run(a)?,
+        Cmd::Capture(a) => capture::run(a)?,
     };
     std::process::exit(code);
 }
