@@ -184,7 +184,7 @@ fn mask_paths(s: &str) -> String {
         };
         // Back to the start of the path (a quote, space or '(').
         let start = rest[..i]
-            .rfind(|c: char| c == '"' || c == '\'' || c == ' ' || c == '(')
+            .rfind(['"', '\'', ' ', '('])
             .map_or(0, |p| p + 1);
         out.push_str(&rest[..start]);
         out.push_str("<site>/");
@@ -195,7 +195,7 @@ fn mask_paths(s: &str) -> String {
     let mut rest = out.as_str();
     while let Some(i) = rest.find("/lib/python3.") {
         let start = rest[..i]
-            .rfind(|c: char| c == '"' || c == '\'' || c == ' ' || c == '(')
+            .rfind(['"', '\'', ' ', '('])
             .map_or(0, |p| p + 1);
         let after = &rest[i + "/lib/python3.".len()..];
         let end = after.find('/').map_or(after.len(), |p| p + 1);
