@@ -640,3 +640,43 @@ fn bad_arguments_and_missing_programs_have_their_exit_codes() {
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&out.stdout), "0, 0, 81559\n");
 }
+
+#[test]
+fn a_recorded_pid_now_held_by_an_unrelated_process_is_never_signalled() {
+    let h = Host::new("1xh100");
+    std::fs::create_dir_all(h.state().join("launches")).unwrap();
+    // An unrelated process: not started by faultkit, no launch id in its environment.
+    let mut other = StdCommand::new("sleep").arg("60").spawn().unwrap();
+    let info = simulators::procfs::ProcInfo::read(other.id()).unwrap();
+    // Records that name its pid: once with its own start time (pid reused by a process that
+    // happens to match), once with another.
+    for (id, start) in [
+        ("aaaa0001", info.start_time),
+        ("aaaa0002", info.start_time + 1),
+    ] {
+        let rec = serde_json::json!({
+            "schema": "faultkit.launch-record/1", "id": id, "argv": ["vllm", "serve", "m"],
+            "pid": other.id(), "start_time": start, "started_at": 1, "log": "/nonexistent.log",
+            "port": 8000, "health_url": "http://127.0.0.1:8000/health", "shm_before": [],
+            "shm_seen": [], "state": "ready", "env": []
+        });
+        std::fs::write(
+            h.state().join(format!("launches/{id}.json")),
+            serde_json::to_string(&rec).unwrap(),
+        )
+        .unwrap();
+    }
+    std::fs::write(h.state().join("current"), "aaaa0001\n").unwrap();
+    h.faultkit()
+        .args(["stop", "--term-wait", "1", "--state-dir"])
+        .arg(h.state())
+        .assert()
+        .code(0)
+        .stdout(predicates::str::contains("0 terminated, 0 killed"));
+    assert!(
+        other.try_wait().unwrap().is_none(),
+        "the unrelated process was signalled"
+    );
+    other.kill().unwrap();
+    other.wait().unwrap();
+}
