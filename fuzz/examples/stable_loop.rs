@@ -135,16 +135,29 @@ fn run(target: faultkit_fuzz::Target, a: &Args, mut corpus: Vec<Vec<u8>>) -> Exi
             while !current.done.load(Ordering::Relaxed) {
                 std::thread::sleep(Duration::from_millis(WATCHDOG_PERIOD_MS));
                 let started = current.started_ns.load(Ordering::Relaxed);
-                let running =
-                    (started > 0).then(|| epoch.elapsed().saturating_sub(Duration::from_nanos(started)));
+                let running = (started > 0).then(|| {
+                    epoch
+                        .elapsed()
+                        .saturating_sub(Duration::from_nanos(started))
+                });
                 let slow = running.is_some_and(|r| r > timeout);
                 let rss = rss_kb();
                 if slow || rss > rss_limit_kb {
-                    let input = current.input.lock().map(|i| Arc::clone(&i)).unwrap_or_default();
+                    let input = current
+                        .input
+                        .lock()
+                        .map(|i| Arc::clone(&i))
+                        .unwrap_or_default();
                     let (kind, why) = if slow {
-                        ("timeout", format!("one input ran longer than {} s", timeout.as_secs()))
+                        (
+                            "timeout",
+                            format!("one input ran longer than {} s", timeout.as_secs()),
+                        )
                     } else {
-                        ("oom", format!("resident memory {} MiB above the limit", rss / 1024))
+                        (
+                            "oom",
+                            format!("resident memory {} MiB above the limit", rss / 1024),
+                        )
                     };
                     let path = save(&artifacts, kind, &input);
                     eprintln!(
@@ -184,9 +197,10 @@ fn run(target: faultkit_fuzz::Target, a: &Args, mut corpus: Vec<Vec<u8>>) -> Exi
         if let Ok(mut slot) = current.input.lock() {
             *slot = Arc::clone(&input);
         }
-        current
-            .started_ns
-            .store((epoch.elapsed().as_nanos() as u64).max(1), Ordering::Relaxed);
+        current.started_ns.store(
+            (epoch.elapsed().as_nanos() as u64).max(1),
+            Ordering::Relaxed,
+        );
         let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| (target.run)(&input)));
         current.started_ns.store(0, Ordering::Relaxed);
         execs += 1;

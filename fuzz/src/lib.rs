@@ -204,14 +204,22 @@ fn framing(data: &[u8]) {
             .filter(|&&b| b == b'\n')
             .count() as u64;
         counted_to = l.offset;
-        assert_eq!(l.no, no_at, "wrong line number for the line at byte {}", l.offset);
+        assert_eq!(
+            l.no, no_at,
+            "wrong line number for the line at byte {}",
+            l.offset
+        );
         if let Some((no, off)) = last {
             assert!(l.no > no && l.offset > off, "lines out of order");
         }
         last = Some((l.no, l.offset));
     }
     let total_lines = newlines + u64::from(data.last().is_some_and(|&b| b != b'\n'));
-    assert_eq!(lines.next_no(), 1 + total_lines, "line count after the last line");
+    assert_eq!(
+        lines.next_no(),
+        1 + total_lines,
+        "line count after the last line"
+    );
     for d in scan::damage(data, &sc, 0, data.len()) {
         let end = d.offset.unwrap_or(0) + d.length.unwrap_or(0);
         assert!(end <= data.len() as u64, "damage beyond the input: {d:?}");
@@ -250,8 +258,15 @@ fn check_verdict(mut v: Verdict) {
     if let Err((at, c)) = terminal_safe(&without_sgr) {
         panic!("raw control character {c:?} at byte {at} of the coloured verdict:\n{without_sgr}");
     }
-    let json = serde_json::to_string(&v).expect("a verdict serialises");
-    let back: serde_json::Value = serde_json::from_str(&json).expect("verdict JSON parses back");
+    let json = serde_json::to_string_pretty(&v).expect("a verdict serialises");
+    // As `--json` prints it: nothing for a terminal to act on, and the same values.
+    let printed = render::escape_json_controls(&json);
+    if let Err((at, c)) = terminal_safe(&printed) {
+        panic!("raw control character {c:?} at byte {at} of the JSON verdict:\n{printed}");
+    }
+    let back: serde_json::Value = serde_json::from_str(&printed).expect("verdict JSON parses back");
+    let direct: serde_json::Value = serde_json::from_str(&json).expect("verdict JSON parses");
+    assert_eq!(back, direct, "escaping changed the JSON's values");
     if let Some(rc) = &v.root_cause {
         assert_eq!(
             back["root_cause"]["text"].as_str(),

@@ -282,7 +282,10 @@ mod tests {
     #[test]
     fn dictionary_parses() {
         let d = parse_dictionary("# c\nkw=\"a\\x1b[\\\"b\\\\\"\n\"(APIServer pid=\"\n");
-        assert_eq!(d, vec![b"a\x1b[\"b\\".to_vec(), b"(APIServer pid=".to_vec()]);
+        assert_eq!(
+            d,
+            vec![b"a\x1b[\"b\\".to_vec(), b"(APIServer pid=".to_vec()]
+        );
         let tokens = parse_dictionary(DICTIONARY);
         assert!(tokens.len() >= 40);
         // libFuzzer rejects a dictionary with a longer token.

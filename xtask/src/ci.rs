@@ -41,6 +41,14 @@ struct Stage {
     cmd: Command,
 }
 
+/// A stage running this xtask (release build) with `args`.
+fn xtask(name: &'static str, args: &[&str]) -> Stage {
+    let mut cmd = cargo();
+    cmd.args(["run", "--quiet", "--release", "--package", "xtask", "--"])
+        .args(args);
+    Stage { name, cmd }
+}
+
 /// Run all stages; stop at the first failure. Returns the exit code.
 pub fn run() -> Result<i32> {
     let mut stages = Vec::new();
@@ -76,86 +84,36 @@ pub fn run() -> Result<i32> {
         name: "tests",
         cmd: c,
     });
-    let mut c = cargo();
-    c.args([
-        "run",
-        "--quiet",
-        "--release",
-        "--package",
-        "xtask",
-        "--",
-        "scenario",
-        "--all",
-        "--junit",
-        "target/scenarios.xml",
-        "--json",
-        "target/scenarios.json",
-    ]);
-    stages.push(Stage {
-        name: "scenarios",
-        cmd: c,
-    });
-    let mut c = cargo();
-    c.args([
-        "run",
-        "--quiet",
-        "--release",
-        "--package",
-        "xtask",
-        "--",
-        "scenario",
-        "--all",
-        "--runner",
-        "process",
-        "--junit",
-        "target/scenarios-process.xml",
-        "--json",
-        "target/scenarios-process.json",
-    ]);
-    stages.push(Stage {
-        name: "processes",
-        cmd: c,
-    });
-    let mut c = cargo();
-    c.args([
-        "run",
-        "--quiet",
-        "--release",
-        "--package",
-        "xtask",
-        "--",
-        "scenario",
-        "--all",
-        "--runner",
-        "container",
-        "--junit",
-        "target/scenarios-container.xml",
-        "--json",
-        "target/scenarios-container.json",
-    ]);
-    stages.push(Stage {
-        name: "containers",
-        cmd: c,
-    });
-    let mut c = cargo();
-    c.args([
-        "run",
-        "--quiet",
-        "--release",
-        "--package",
-        "xtask",
-        "--",
-        "scenario",
-        "--swarm",
-        "--count",
-        "200",
-        "--seed",
-        "1000",
-    ]);
-    stages.push(Stage {
-        name: "swarm",
-        cmd: c,
-    });
+    stages.push(xtask(
+        "scenarios",
+        &[
+            "scenario",
+            "--all",
+            "--junit",
+            "target/scenarios.xml",
+            "--json",
+            "target/scenarios.json",
+        ],
+    ));
+    for runner in ["process", "container"] {
+        let junit = format!("target/scenarios-{runner}.xml");
+        let json = format!("target/scenarios-{runner}.json");
+        stages.push(xtask(
+            if runner == "process" {
+                "processes"
+            } else {
+                "containers"
+            },
+            &[
+                "scenario", "--all", "--runner", runner, "--junit", &junit, "--json", &json,
+            ],
+        ));
+    }
+    stages.push(xtask(
+        "swarm",
+        &["scenario", "--swarm", "--count", "200", "--seed", "1000"],
+    ));
+    stages.push(xtask("fuzz", &["fuzz", "--smoke"]));
     let started = std::time::SystemTime::now();
     let mut times = Vec::new();
     for mut s in stages {

@@ -173,7 +173,8 @@ pub fn run(a: FuzzArgs) -> Result<i32> {
     println!(
         "engine: {}; build {build_secs:.0} s, total {:.0} s",
         match engine {
-            Engine::LibFuzzer => format!("libFuzzer (cargo +nightly fuzz, sanitizer {})", a.sanitizer),
+            Engine::LibFuzzer =>
+                format!("libFuzzer (cargo +nightly fuzz, sanitizer {})", a.sanitizer),
             Engine::Stable => "stable loop".to_string(),
         },
         started.elapsed().as_secs_f64()
@@ -293,7 +294,11 @@ fn run_target(
         let mut c = match engine {
             Engine::LibFuzzer => {
                 let mut c = Command::new(bin_dir.join(target));
-                let max_len = if target == "scenario" { 16 << 10 } else { 192 << 10 };
+                let max_len = if target == "scenario" {
+                    16 << 10
+                } else {
+                    192 << 10
+                };
                 c.arg(format!("-max_total_time={seconds}"))
                     .arg(format!("-rss_limit_mb={RSS_LIMIT_MB}"))
                     .arg(format!("-timeout={INPUT_TIMEOUT_S}"))
@@ -323,7 +328,10 @@ fn run_target(
             .stdout(file.try_clone()?)
             .stderr(file)
             .stdin(Stdio::null());
-        children.push((log, c.spawn().with_context(|| format!("starting {target}"))?));
+        children.push((
+            log,
+            c.spawn().with_context(|| format!("starting {target}"))?,
+        ));
     }
     let mut o = Outcome {
         target: target.to_string(),
@@ -339,7 +347,11 @@ fn run_target(
         if !status.success() || execs.is_none() {
             let tail: Vec<&str> = text.lines().rev().take(25).collect();
             let tail: Vec<&str> = tail.into_iter().rev().collect();
-            eprintln!("---- {} (last lines)\n{}\n----", log.display(), tail.join("\n"));
+            eprintln!(
+                "---- {} (last lines)\n{}\n----",
+                log.display(),
+                tail.join("\n")
+            );
             let saved = text
                 .lines()
                 .filter_map(|l| {
@@ -350,9 +362,20 @@ fn run_target(
                 .map(str::trim)
                 .collect::<Vec<_>>()
                 .join(", ");
+            let reproduce = match engine {
+                Engine::LibFuzzer => format!("cargo +nightly fuzz run {target} <input>"),
+                Engine::Stable => format!(
+                    "cargo run --release --no-default-features --manifest-path fuzz/Cargo.toml \
+                     --example stable_loop -- {target} --replay <input>"
+                ),
+            };
             o.findings.push(format!(
-                "{target}: {status}; input: {}; log: {}",
-                if saved.is_empty() { "(none saved)" } else { &saved },
+                "{target}: {status}; input: {}; log: {}; reproduce: {reproduce}",
+                if saved.is_empty() {
+                    "(none saved)"
+                } else {
+                    &saved
+                },
                 log.display()
             ));
         }
@@ -412,13 +435,19 @@ fn write_corpus(root: &Path, target: &str) -> Result<(usize, usize)> {
             let mut v: Vec<(String, Vec<u8>)> = logs
                 .iter()
                 .map(|(name, bytes)| {
-                    (format!("{name}-end"), tail(bytes, TRIAGE_EXCERPT_BYTES).to_vec())
+                    (
+                        format!("{name}-end"),
+                        tail(bytes, TRIAGE_EXCERPT_BYTES).to_vec(),
+                    )
                 })
                 .collect();
             for (name, bytes) in logs {
                 v.push((name.clone(), head(&bytes, SEED_BYTES_MAX).to_vec()));
                 if bytes.len() > SEED_BYTES_MAX {
-                    v.push((format!("{name}-tail"), tail(&bytes, SEED_BYTES_MAX).to_vec()));
+                    v.push((
+                        format!("{name}-tail"),
+                        tail(&bytes, SEED_BYTES_MAX).to_vec(),
+                    ));
                 }
             }
             v
@@ -444,7 +473,9 @@ fn logs(root: &Path) -> Result<Vec<(String, Vec<u8>)>> {
     };
     let mut out = Vec::new();
     for id in SEED_SCENARIOS {
-        let s = dir.find(id).with_context(|| format!("seed scenario {id}"))?;
+        let s = dir
+            .find(id)
+            .with_context(|| format!("seed scenario {id}"))?;
         let (log, _truth) = simulators::simulate_to_vec(
             &s,
             &SimOptions {
@@ -563,7 +594,8 @@ mod tests {
 
     #[test]
     fn execution_counts_are_read_from_either_engine() {
-        let lf = "#1234\tDONE   cov: 1\nstat::number_of_executed_units: 98765\nstat::peak_rss_mb: 50\n";
+        let lf =
+            "#1234\tDONE   cov: 1\nstat::number_of_executed_units: 98765\nstat::peak_rss_mb: 50\n";
         assert_eq!(executions(Engine::LibFuzzer, lf), Some(98765));
         assert_eq!(
             executions(Engine::LibFuzzer, "Done 4321 runs in 25 second(s)\n"),

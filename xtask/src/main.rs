@@ -5,6 +5,7 @@
 mod bench;
 mod capture;
 mod ci;
+mod fuzz;
 mod image;
 mod realism;
 mod tidy;
@@ -23,7 +24,7 @@ struct Cli {
 enum Cmd {
     /// Run scenarios (same as `faultkit scenario`).
     Scenario(harness::runner::cli::ScenarioArgs),
-    /// The whole CI: fmt, clippy, tests, every scenario, a small swarm. Prints each stage's time.
+    /// The whole CI: fmt, clippy, image, tests, every scenario per runner, a small swarm, a fuzz smoke run, leftovers. Prints each stage's time.
     Ci,
     /// Style checks of STYLE.md (also run as tests).
     Tidy,
@@ -33,6 +34,8 @@ enum Cmd {
     Realism(realism::RealismArgs),
     /// Build the fake GPU host image faultkit/gpu-host:dev (FROM scratch, no registry).
     Image(image::ImageArgs),
+    /// Fuzz the readers of untrusted bytes (framer, triage, scenario files); --smoke for CI.
+    Fuzz(fuzz::FuzzArgs),
     /// Benchmarks: criterion suite, triage vs rg, peak memory, baselines (--save / --baseline).
     Bench(bench::BenchArgs),
 }
@@ -53,6 +56,7 @@ fn main() -> Result<()> {
         Cmd::Tidy => tidy::run()?,
         Cmd::Bench(a) => bench::run(a)?,
         Cmd::Image(a) => image::run(a)?,
+        Cmd::Fuzz(a) => fuzz::run(a)?,
         Cmd::Realism(a) => realism::run(a)?,
         Cmd::Capture(a) => capture::run(a)?,
     };

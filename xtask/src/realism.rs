@@ -27,7 +27,10 @@ pub fn run(a: RealismArgs) -> Result<i32> {
         eprintln!("realism: no captured fixture names a capturable scenario");
         return Ok(1);
     }
-    println!("{:<10} {:<34} {:>9} {:>9} {:>9}", "vllm", "capture", "templates", "covered", "coverage");
+    println!(
+        "{:<10} {:<34} {:>9} {:>9} {:>9}",
+        "vllm", "capture", "templates", "covered", "coverage"
+    );
     let mut per_version: BTreeMap<String, (usize, usize, Vec<f64>)> = BTreeMap::new();
     let mut below = Vec::new();
     for c in &covs {

@@ -165,7 +165,10 @@ pub fn launch(a: LaunchArgs) -> anyhow::Result<ExitCode> {
         Err(e) => return fail(ExitCode::NoInput, e),
     };
     if json {
-        println!("{}", serde_json::to_string_pretty(&r)?);
+        println!(
+            "{}",
+            render::escape_json_controls(&serde_json::to_string_pretty(&r)?)
+        );
     } else {
         for h in &r.holders {
             eprintln!("faultkit:   {h}");
@@ -336,7 +339,10 @@ pub fn status(a: StatusArgs) -> anyhow::Result<ExitCode> {
         .as_ref()
         .map_or(ExitCode::Inconclusive, |v| v.exit_code());
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&r)?);
+        println!(
+            "{}",
+            render::escape_json_controls(&serde_json::to_string_pretty(&r)?)
+        );
         return Ok(code);
     }
     let Some(id) = &r.id else {
@@ -386,7 +392,10 @@ pub fn follow(a: FollowArgs) -> anyhow::Result<ExitCode> {
         Err(e) => return fail(ExitCode::NoInput, format!("{}: {e}", a.log.display())),
     };
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        println!(
+            "{}",
+            render::escape_json_controls(&serde_json::to_string_pretty(&v)?)
+        );
     } else {
         print!("{}", render::human(&v, color()));
     }

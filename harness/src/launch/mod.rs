@@ -774,10 +774,16 @@ pub fn follow(
     let mut last_growth = Instant::now();
     let mut dirty = true;
     loop {
-        let len = f.metadata().map(|m| m.len()).unwrap_or(0);
-        if len < bytes.len() as u64 {
+        if let Some(g) = replaced_file(path, &f) {
+            // A new file under the name (`mv vllm.log old.log; vllm serve > vllm.log`).
+            f = g;
+            bytes.clear();
+            dirty = true;
+        } else if rewritten(&f, &bytes) {
+            // Shrunk, or truncated and rewritten past where we were (`>` of a relaunch).
             bytes.clear();
             f.seek(SeekFrom::Start(0))?;
+            dirty = true;
         }
         loop {
             let n = f.read(&mut buf)?;
@@ -822,6 +828,35 @@ pub fn follow(
             continue;
         }
         std::thread::sleep(Duration::from_millis(LOG_POLL_MS * 2));
+    }
+}
+
+/// The file now at `path`, when it is not the one `f` has open (replaced by a rename, or
+/// deleted and created again). A path that vanished keeps the old file: it may come back.
+fn replaced_file(path: &Path, f: &File) -> Option<File> {
+    use std::os::unix::fs::MetadataExt;
+    let now = std::fs::metadata(path).ok()?;
+    let open = f.metadata().ok()?;
+    if (now.dev(), now.ino()) == (open.dev(), open.ino()) {
+        return None;
+    }
+    File::open(path).ok()
+}
+
+/// Whether the open file no longer starts with what was read from it: it shrank, or was
+/// truncated and written again (perhaps longer than before, so its size alone does not tell).
+fn rewritten(f: &File, bytes: &[u8]) -> bool {
+    use std::os::unix::fs::FileExt;
+    const HEAD: usize = 4096;
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    if len < bytes.len() as u64 {
+        return true;
+    }
+    let n = bytes.len().min(HEAD);
+    let mut head = [0u8; HEAD];
+    match f.read_exact_at(&mut head[..n], 0) {
+        Ok(()) => head[..n] != bytes[..n],
+        Err(_) => true,
     }
 }
 

@@ -183,9 +183,7 @@ fn mask_paths(s: &str) -> String {
             break;
         };
         // Back to the start of the path (a quote, space or '(').
-        let start = rest[..i]
-            .rfind(['"', '\'', ' ', '('])
-            .map_or(0, |p| p + 1);
+        let start = rest[..i].rfind(['"', '\'', ' ', '(']).map_or(0, |p| p + 1);
         out.push_str(&rest[..start]);
         out.push_str("<site>/");
         rest = &rest[i + len..];
@@ -194,9 +192,7 @@ fn mask_paths(s: &str) -> String {
     let mut s2 = String::with_capacity(out.len());
     let mut rest = out.as_str();
     while let Some(i) = rest.find("/lib/python3.") {
-        let start = rest[..i]
-            .rfind(['"', '\'', ' ', '('])
-            .map_or(0, |p| p + 1);
+        let start = rest[..i].rfind(['"', '\'', ' ', '(']).map_or(0, |p| p + 1);
         let after = &rest[i + "/lib/python3.".len()..];
         let end = after.find('/').map_or(after.len(), |p| p + 1);
         s2.push_str(&rest[..start]);
@@ -222,9 +218,17 @@ mod tests {
         let p2 = template(b"  File \"/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/core.py\", line 12, in run_engine_core");
         assert_eq!(p1, p2);
         let s1 = template(b"  File \"/home/.pyenv/versions/3.11.7/lib/python3.11/multiprocessing/process.py\", line 314, in _bootstrap");
-        let s2 = template(b"  File \"/usr/lib/python3.12/multiprocessing/process.py\", line 108, in _bootstrap");
+        let s2 = template(
+            b"  File \"/usr/lib/python3.12/multiprocessing/process.py\", line 108, in _bootstrap",
+        );
         assert_eq!(s1, s2);
-        assert_eq!(template(b"id 6ead1cbc4a5f057f"), template(b"id 1f98ee754a5f0aaa"));
-        assert_eq!(template("█ ▀▄▀ █  version 0.15.1".as_bytes()), template("█ ▀▄▀ █  version 0.10.2".as_bytes()));
+        assert_eq!(
+            template(b"id 6ead1cbc4a5f057f"),
+            template(b"id 1f98ee754a5f0aaa")
+        );
+        assert_eq!(
+            template("█ ▀▄▀ █  version 0.15.1".as_bytes()),
+            template("█ ▀▄▀ █  version 0.10.2".as_bytes())
+        );
     }
 }

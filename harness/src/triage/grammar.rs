@@ -442,7 +442,7 @@ fn has_inner_header(body: &str, own_pid: Option<u32>) -> bool {
         let mut from = 0;
         while let Some(p) = body[from..].find(lvl) {
             let at = from + p + 1;
-            if !own_header_at.contains(&at) {
+            if own_header_at.binary_search(&at).is_err() {
                 if let Some((_, loc, _)) = vllm_header(&body[at..]) {
                     if loc.ends_with(|c: char| c.is_ascii_digit()) {
                         return true;
@@ -502,13 +502,14 @@ fn parse_str(t: &str) -> ParsedLine<'_> {
     // `[repeated 7x across cluster]`
     let mut repeated = None;
     let mut body_end = rest.len();
-    if let Some(pos) = rest.rfind(" [repeated ") {
-        if rest.ends_with(" across cluster]") {
-            let inner = &rest[pos + 11..rest.len() - 16];
-            repeated = inner.strip_suffix('x').and_then(parse_u32);
-            if repeated.is_some() {
-                body_end = pos;
-            }
+    if let Some(inner) = rest
+        .strip_suffix(" across cluster]")
+        .and_then(|r| r.rfind(" [repeated ").map(|pos| (pos, &r[pos + 11..])))
+    {
+        let (pos, count) = inner;
+        repeated = count.strip_suffix('x').and_then(parse_u32);
+        if repeated.is_some() {
+            body_end = pos;
         }
     }
     let rest = &rest[..body_end];
@@ -629,6 +630,16 @@ mod tests {
         assert_eq!(p.process.as_deref(), Some("RayWorkerWrapper"));
         assert_eq!(p.repeated, Some(7));
         assert_eq!(p.body, "x");
+        // A marker with no count, or overlapping the suffix, is plain text.
+        for raw in [
+            &b"ERROR 03-13 16:32:15 worker_base.py:574] boom [repeated across cluster]"[..],
+            b" [repeated across cluster]",
+            b"x [repeated x across cluster]",
+        ] {
+            let p = parse_line(raw);
+            assert_eq!(p.repeated, None);
+            assert!(p.body.ends_with("across cluster]"), "{:?}", p.body);
+        }
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! characters are escaped (a log line must never move the cursor, set a window title or open a
 //! hyperlink in the reader's terminal) and secrets are masked.
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::sync::OnceLock;
 
@@ -28,6 +29,35 @@ pub fn escape_control(s: &str) -> String {
         }
     }
     out
+}
+
+/// JSON made safe for a terminal, still exact. serde_json escapes C0 controls, `"` and `\`, but
+/// writes DEL, C1 controls (U+009B alone is a CSI, U+009D an OSC) and the line-separator and
+/// bidirectional-override characters raw; this escapes those as `\uXXXX` too. Outside strings
+/// JSON text is ASCII, so only string contents change spelling and the JSON decodes to the same
+/// values.
+pub fn escape_json_controls(json: &str) -> Cow<'_, str> {
+    if !json.chars().any(json_escapes) {
+        return Cow::Borrowed(json);
+    }
+    let mut out = String::with_capacity(json.len() + 32);
+    for c in json.chars() {
+        if json_escapes(c) {
+            let _ = write!(out, "\\u{:04x}", c as u32);
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+fn json_escapes(c: char) -> bool {
+    c == '\u{7f}'
+        || ('\u{80}'..'\u{a0}').contains(&c)
+        || c == '\u{2028}'
+        || c == '\u{2029}'
+        || ('\u{202a}'..='\u{202e}').contains(&c)
+        || ('\u{2066}'..='\u{2069}').contains(&c)
 }
 
 /// Mask Hugging Face tokens and API keys.
@@ -249,6 +279,20 @@ mod tests {
         assert!(!s.contains('\r'));
         assert!(s.contains("\\x1b]0;pwned\\x07"));
         assert!(s.contains("\\u{009b}"));
+    }
+
+    #[test]
+    fn json_keeps_no_raw_c1_and_decodes_to_the_same_text() {
+        let text = "osc:\u{9d}0;t\u{9c} csi:\u{9b}2J del:\u{7f} rlo:\u{202e} nel:\u{85} é ✓";
+        let json = serde_json::to_string(&text).unwrap();
+        let safe = escape_json_controls(&json);
+        assert!(!safe.chars().any(json_escapes), "{safe}");
+        assert!(safe.contains("\\u009d0;t\\u009c"));
+        assert_eq!(serde_json::from_str::<String>(&safe).unwrap(), text);
+        assert!(matches!(
+            escape_json_controls("{\"a\": \"é\"}"),
+            Cow::Borrowed(_)
+        ));
     }
 
     #[test]

@@ -9,7 +9,7 @@
 use aho_corasick::AhoCorasick;
 
 use super::grammar::{head, parse_line};
-use super::scan::{Candidates, Hit, Scan};
+use super::scan::{Candidates, Hit, Scan, LINE_BYTES_MAX};
 
 const NEEDLES: &[&str] = &[
     "vLLM API server version ",
@@ -61,9 +61,14 @@ pub fn is_engine_init(body: &str) -> bool {
     body.starts_with("Initializing a") && head(body, 40).contains("LLM engine")
 }
 
+/// A line as the analysis sees it: its first [`LINE_BYTES_MAX`] bytes.
+fn bounded(line: &[u8]) -> &[u8] {
+    &line[..line.len().min(LINE_BYTES_MAX)]
+}
+
 /// Classify the line at `start..end` as a launch mark.
 fn mark_of(line: &[u8]) -> Option<(Mark, Option<u32>)> {
-    let p = parse_line(line);
+    let p = parse_line(bounded(line));
     let body = p.body.as_ref();
     if body.starts_with("vLLM API server version ") || body.starts_with("vLLM server version ") {
         return Some((Mark::Banner, p.pid));
@@ -99,7 +104,7 @@ fn banner_start(b: &[u8], start: usize, pid: Option<u32>) -> usize {
             break;
         }
         let prev = line_start(b, s - 1);
-        let p = parse_line(&b[prev..s - 1]);
+        let p = parse_line(bounded(&b[prev..s - 1]));
         let logo_row = p.body.is_empty() || p.body.contains('█');
         if p.pid == pid
             && p.location
@@ -303,15 +308,22 @@ pub fn pid_offset(b: &[u8], pid: u32) -> Option<usize> {
         format!(":{pid}:"),
     ];
     let ac = AhoCorasick::new(&needles).ok()?;
-    for m in ac.find_iter(b) {
+    let uvicorn = memchr::memmem::Finder::new(needles[2].as_bytes());
+    let mut from = 0;
+    // Each line with a match is parsed once, then skipped: a long line naming the pid many
+    // times costs one parse, not one per mention.
+    while let Some(m) = ac.find(aho_corasick::Input::new(b).range(from..)) {
         let ls = line_start(b, m.start());
         let le = line_end(b, m.start());
-        let p = parse_line(&b[ls..le]);
-        if p.pid == Some(pid) {
+        let line = &b[ls..le];
+        if parse_line(bounded(line)).pid == Some(pid)
+            || uvicorn.find(&line[m.start() - ls..]).is_some()
+        {
             return Some(ls);
         }
-        if m.pattern().as_usize() == 2 {
-            return Some(ls);
+        from = le + 1;
+        if from >= b.len() {
+            break;
         }
     }
     None
