@@ -6,3 +6,4 @@ pub mod launch;
 pub mod mapped;
 pub mod runner;
 pub mod triage;
+pub mod wait;

@@ -220,6 +220,21 @@ const FLAGS: &[(&str, Option<&str>, &str, Kind)] = &[
     ("--generation-config", None, "generation_config", Kind::Str),
 ];
 
+/// Whether a value equals the flag's argparse default (`--port 8000`, `-tp 1`).
+fn is_default(dest: &str, v: &ArgValue) -> bool {
+    match (dest, v) {
+        ("port", ArgValue::Int(8000)) => true,
+        (
+            "tensor_parallel_size" | "pipeline_parallel_size" | "data_parallel_size",
+            ArgValue::Int(1),
+        ) => true,
+        ("kv_cache_dtype" | "dtype" | "load_format", ArgValue::Str(s)) => s == "auto",
+        ("gpu_memory_utilization", ArgValue::Float(f)) => (*f - 0.9).abs() < 1e-12,
+        ("swap_space", ArgValue::Float(f)) => (*f - 4.0).abs() < 1e-12,
+        _ => false,
+    }
+}
+
 impl ServeArgs {
     /// Parses a command string (shell words) into arguments. `Err` only when the string is not a
     /// vLLM server command at all.
@@ -391,20 +406,25 @@ impl ServeArgs {
         if args.model.is_empty() {
             args.model = "Qwen/Qwen3-0.6B".into();
         }
-        // The non-default dict: `vllm serve` adds model_tag and api_server_count first.
-        given.sort_by_key(|(idx, _, _)| *idx);
+        // The non-default dict in parser order: `vllm serve` adds model_tag and api_server_count
+        // first, and sets `model` from the positional (the first engine argument, after the
+        // frontend's own options).
         if entrypoint == Entrypoint::Serve {
             args.non_default
                 .push(("model_tag".into(), ArgValue::Str(args.model.clone())));
             args.non_default
                 .push(("api_server_count".into(), ArgValue::Int(1)));
-            if !given.iter().any(|(_, d, _)| d == "model") {
-                args.non_default
-                    .push(("model".into(), ArgValue::Str(args.model.clone())));
-            }
+            given.retain(|(_, dest, _)| dest != "model");
+            let model_idx = FLAGS
+                .iter()
+                .position(|(_, _, dest, _)| *dest == "model")
+                .unwrap_or(0);
+            given.push((model_idx, "model".into(), ArgValue::Str(args.model.clone())));
         }
+        given.sort_by_key(|(idx, _, _)| *idx);
         for (_, dest, v) in given {
-            if dest == "model" && entrypoint == Entrypoint::Serve {
+            // argparse keeps a flag given with its default value out of the dict.
+            if is_default(&dest, &v) {
                 continue;
             }
             args.non_default.push((dest, v));

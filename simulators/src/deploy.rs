@@ -9,7 +9,7 @@
 use crate::catalog::{GpuSpec, ModelPreset};
 use crate::command::{CliProblem, ServeArgs};
 use crate::profile::{Engine, Profile};
-use crate::scenario::{Fault, NcclFault, Phase, Platform, Scenario, Signal};
+use crate::scenario::{Fault, Host, NcclFault, Phase, Platform, Scenario, Signal};
 use crate::selector::{self, Selection, SelectorInput};
 use crate::version::Version;
 
@@ -69,8 +69,24 @@ pub enum Failure {
     GraphCaptureOom,
     /// No GPU and no platform plugin.
     NoPlatform,
-    /// The CUDA wheel on the CPU platform: CPU ops are missing.
-    CpuMissingOps,
+    /// The CUDA wheel on the CPU platform: an op that only a CPU build registers is missing.
+    CpuMissingOps {
+        op: CpuOp,
+    },
+    /// CPU workers bind their OpenMP threads one NUMA node each; the host has fewer.
+    CpuNumaBind {
+        world: u32,
+        nodes: u32,
+    },
+    /// The CPU attention backend (V0 Torch SDPA) does not support the model's head size.
+    CpuHeadSize {
+        head_size: u64,
+    },
+    /// An architecture neither vLLM nor transformers knows, found only when the engine builds
+    /// the model (releases that fall back to the Transformers backend first).
+    UnsupportedArchEngine,
+    /// transformers 5 next to a vLLM that reads an attribute it removed.
+    TransformersTooNew,
     /// A process fault from the scenario.
     Killed {
         process: String,
@@ -116,7 +132,11 @@ impl Failure {
             Failure::KvTooSmall { .. } => "kv_cache_insufficient_for_max_model_len",
             Failure::GraphCaptureOom => "cuda_oom_cudagraph_capture",
             Failure::NoPlatform => "no_gpu_visible",
-            Failure::CpuMissingOps => "wrong_platform_build",
+            Failure::CpuMissingOps { .. } => "wrong_platform_build",
+            Failure::CpuNumaBind { .. } => "config_validation_error",
+            Failure::CpuHeadSize { .. } => "attention_backend_unsupported",
+            Failure::UnsupportedArchEngine => "unsupported_model_arch",
+            Failure::TransformersTooNew => "dependency_version_mismatch",
             Failure::Killed { .. } => "worker_killed_by_signal",
             Failure::Hang { .. } => "nccl_collective_timeout",
             Failure::NodeLoss { .. } => "node_lost",
@@ -140,6 +160,36 @@ impl Failure {
         )
     }
 }
+
+/// An op of vLLM's CPU build (`csrc/cpu`) that the CUDA wheel does not register.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CpuOp {
+    /// `torch.ops._C_utils.init_cpu_threads_env`: binding OpenMP threads in `init_device`.
+    ThreadsEnv,
+    /// `torch.ops._C.init_shm_manager`: the CPU communicator of a multi-rank `init_device`.
+    ShmManager,
+    /// `torch.ops._C.silu_and_mul`: the first CPU kernel a Llama model builds.
+    SiluAndMul,
+}
+
+impl CpuOp {
+    /// (`torch.ops` namespace, op name).
+    pub fn name(self) -> (&'static str, &'static str) {
+        match self {
+            CpuOp::ThreadsEnv => ("_C_utils", "init_cpu_threads_env"),
+            CpuOp::ShmManager => ("_C", "init_shm_manager"),
+            CpuOp::SiluAndMul => ("_C", "silu_and_mul"),
+        }
+    }
+
+    /// Whether the op is reached in `init_device` (else while building the model).
+    pub fn in_init_device(self) -> bool {
+        !matches!(self, CpuOp::SiluAndMul)
+    }
+}
+
+/// Head sizes the V0 CPU attention backend (Torch SDPA with PagedAttention) supports.
+pub const CPU_V0_HEAD_SIZES: &[u64] = &[32, 64, 80, 96, 112, 128, 192, 256];
 
 /// Memory and size facts of a healthy start (also used for messages of failed ones).
 #[derive(Clone, Debug, PartialEq)]
@@ -183,6 +233,14 @@ pub struct Deployment {
     pub ray: bool,
     /// Machines of the deployment; ranks fill them in order.
     pub nodes: u32,
+    /// The checkpoint is float32 and `--dtype auto` downcasts it (to `dtype`).
+    pub downcast: bool,
+    /// The host the launch runs on (CPU cores, limits, installed packages).
+    pub host: Host,
+    /// The CPU platform's KV cache space when `VLLM_CPU_KVCACHE_SPACE` is unset (half the RAM).
+    pub cpu_kv_gib: f64,
+    /// `VLLM_CPU_OMP_THREADS_BIND` as the CPU worker reads it.
+    pub cpu_threads_bind: String,
 }
 
 impl Deployment {
@@ -201,34 +259,40 @@ impl Deployment {
     /// Derive the outcome of running `args` (or the scenario's command) on the scenario's host.
     pub fn derive(s: &Scenario, args: &ServeArgs) -> Deployment {
         let version = s.vllm;
-        let profile = Profile::for_version(version);
+        let profile = Profile::for_host(version, &s.host);
         let tp = args.tensor_parallel_size.max(1);
         let pp = args.pipeline_parallel_size.max(1);
         let model = s.model;
-        let dtype = match (args.dtype.as_str(), model) {
-            ("auto", Some(m)) => m
-                .config
-                .get("torch_dtype")
+        // transformers ≥ 4.56 writes `dtype`, older releases `torch_dtype`.
+        let config_dtype = model.and_then(|m| {
+            m.config
+                .get("dtype")
+                .or_else(|| m.config.get("torch_dtype"))
                 .and_then(|v| v.as_str())
-                .unwrap_or("bfloat16")
-                .to_string(),
+        });
+        let downcast = args.dtype == "auto" && config_dtype == Some("float32");
+        let dtype = match (args.dtype.as_str(), config_dtype) {
+            ("auto", Some("float32")) => profile.float32_downcast.clone(),
+            ("auto", Some(d)) => d.to_string(),
             ("half" | "float16", _) => "float16".to_string(),
             ("auto", None) => "bfloat16".to_string(),
             (d, _) => d.to_string(),
         };
+        let cpu = s.host.platform == Platform::CpuPlugin;
         let kv_cache_dtype = match model {
             Some(m) => selector::resolve_kv_cache_dtype(version, &args.kv_cache_dtype, m),
             None => args.kv_cache_dtype.clone(),
         };
         let derived_max = model.map_or(4096, |m| m.max_position_embeddings());
         let max_model_len = args.max_model_len.unwrap_or(derived_max);
-        let max_num_batched_tokens =
-            args.max_num_batched_tokens
-                .unwrap_or(if s.gpu.torch_total_gib >= 70.0 {
-                    8192
-                } else {
-                    2048
-                });
+        let max_num_batched_tokens = args.max_num_batched_tokens.unwrap_or(if cpu {
+            // The CPU platform's default for the API server: 2048 per rank.
+            u64::from(2048 * tp * pp)
+        } else if s.gpu.torch_total_gib >= 70.0 {
+            8192
+        } else {
+            2048
+        });
         let quantization = args
             .quantization
             .clone()
@@ -272,6 +336,17 @@ impl Deployment {
             ray: args.distributed_executor_backend.as_deref() == Some("ray")
                 && profile.engine == Engine::V1,
             nodes: s.host.nodes.max(1),
+            downcast,
+            host: s.host.clone(),
+            // psutil's total is a little below the nominal RAM; half of it per NUMA node.
+            cpu_kv_gib: s.host.ram_gib.unwrap_or(32.0) * 0.981
+                / 2.0
+                / f64::from(s.host.numa_nodes.max(1)),
+            cpu_threads_bind: s
+                .env
+                .get("VLLM_CPU_OMP_THREADS_BIND")
+                .cloned()
+                .unwrap_or_else(|| profile.cpu_threads_bind_default.clone()),
         };
         d.failure = d.first_failure(s, derived_max);
         d
@@ -292,6 +367,47 @@ impl Deployment {
         self.profile.engine == Engine::V1 && self.world > 1 && rank < self.world
     }
 
+    /// vLLM's CPU platform running the CUDA wheel: the engine builds its workers, which reach a
+    /// CPU-only op (or an earlier check) in vLLM's order.
+    fn cpu_failure(&self, model: &ModelPreset, arch_in_engine: bool) -> Option<Failure> {
+        let v0 = self.profile.engine == Engine::V0;
+        let world = self.world;
+        let bind = self.cpu_threads_bind.as_str();
+        // init_device: thread binding, then the distributed environment.
+        if bind == "auto" {
+            if self.host.numa_nodes < world {
+                return Some(Failure::CpuNumaBind {
+                    world,
+                    nodes: self.host.numa_nodes,
+                });
+            }
+            return Some(Failure::CpuMissingOps {
+                op: CpuOp::ThreadsEnv,
+            });
+        }
+        if bind != "all" && bind != "nobind" {
+            return Some(Failure::CpuMissingOps {
+                op: CpuOp::ThreadsEnv,
+            });
+        }
+        if world > 1 {
+            return Some(Failure::CpuMissingOps {
+                op: CpuOp::ShmManager,
+            });
+        }
+        // load_model: the model class, its attention layers, its MLP.
+        if arch_in_engine && !model.supported_by(self.version) {
+            return Some(Failure::UnsupportedArchEngine);
+        }
+        let head_size = model.attention().head_size;
+        if v0 && !CPU_V0_HEAD_SIZES.contains(&head_size) {
+            return Some(Failure::CpuHeadSize { head_size });
+        }
+        Some(Failure::CpuMissingOps {
+            op: CpuOp::SiluAndMul,
+        })
+    }
+
     fn first_failure(&mut self, s: &Scenario, derived_max: u64) -> Option<Failure> {
         let args = self.args.clone();
         if let Some(p) = &args.problem {
@@ -301,7 +417,8 @@ impl Deployment {
             Platform::CpuNoPlugin => return Some(Failure::NoPlatform),
             Platform::CpuPlugin | Platform::Cuda => {}
         }
-        if s.host.ports_in_use.contains(&args.port) && self.profile.engine == Engine::V1 {
+        // The API server binds its port before it builds the engine (0.8+).
+        if s.host.ports_in_use.contains(&args.port) && self.version >= Version::new(0, 8, 0) {
             return Some(Failure::PortInUse);
         }
         let Some(model) = self.model else {
@@ -310,7 +427,13 @@ impl Deployment {
         if model.custom_code && !args.trust_remote_code {
             return Some(Failure::TrustRemoteCode);
         }
-        if !model.supported_by(self.version) {
+        let cpu = self.platform == Platform::CpuPlugin;
+        // Releases that fall back to the Transformers backend find an unknown architecture only
+        // when the engine builds the model (seen on the CPU platform's V0 engine).
+        let arch_in_engine = cpu
+            && self.profile.engine == Engine::V0
+            && self.profile.error.contains_key("unsupported_arch_engine");
+        if !model.supported_by(self.version) && !arch_in_engine {
             return Some(Failure::UnsupportedArch);
         }
         if let Some(req) = args.max_model_len {
@@ -324,6 +447,15 @@ impl Deployment {
         let shape = model.attention();
         if shape.heads % u64::from(self.tp) != 0 {
             return Some(Failure::TpHeads { heads: shape.heads });
+        }
+        // The tokenizer wrapper of these releases reads an attribute transformers 5 removed.
+        if s.host.transformers.is_some_and(|(major, _)| major >= 5)
+            && self.profile.error.contains_key("tokenizer_attr_removed")
+        {
+            return Some(Failure::TransformersTooNew);
+        }
+        if cpu {
+            return self.cpu_failure(model, arch_in_engine);
         }
         if let Some(q) = &self.quantization {
             let min = match q.as_str() {
@@ -342,9 +474,6 @@ impl Deployment {
                     min,
                 });
             }
-        }
-        if self.platform == Platform::CpuPlugin {
-            return Some(Failure::CpuMissingOps);
         }
         if let Some(m) = s.host.missing_modules.first() {
             return Some(Failure::MissingModule { module: m.clone() });

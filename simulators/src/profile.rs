@@ -5,10 +5,11 @@
 //! from one another (`inherits = "0.15.1"`), so a release only lists what changed.
 
 use std::collections::BTreeMap;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 use serde::Deserialize;
 
+use crate::scenario::{Host, Install, Platform};
 use crate::version::Version;
 
 /// The engine generation: the V0 `LLMEngine` or the V1 engine core.
@@ -59,6 +60,8 @@ pub enum WorkerNaming {
     Parts,
     /// `VllmWorker rank=3` (v0.8.5 – v0.9.2).
     Rank,
+    /// `VllmWorker TP1`, `VllmWorker PP1_TP0` (v0.10.0 – v0.10.1).
+    VllmParts,
     /// `VllmWorkerProcess` (V0 engine).
     V0Process,
 }
@@ -96,6 +99,19 @@ impl MsgSpec {
     }
 }
 
+/// One exception of a chain (`[[chain.NAME]]`): its text (an `[error]` id), its frames (`[stack]`
+/// ids, concatenated) and how it follows the exception before it.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChainLink {
+    pub error: String,
+    pub stack: Vec<String>,
+    /// `direct` ("The above exception was the direct cause…") or `during` ("During handling…");
+    /// ignored on the first link.
+    #[serde(default)]
+    pub cause: Option<String>,
+}
+
 /// One traceback frame.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Frame {
@@ -130,9 +146,30 @@ pub struct Profile {
     pub c10_pg_line: u32,
     pub c10_watchdog_line: u32,
     pub engine_config: String,
+    /// The engine generation on the CPU platform (0.8.5 falls back to V0 there).
+    pub cpu_engine: Option<Engine>,
+    /// The engine config line on the CPU platform.
+    pub engine_config_cpu: Option<String>,
+    /// `args: Namespace(…)` as the API server logs it (releases that print the whole namespace).
+    pub namespace: Option<String>,
+    /// Whether `non-default args` lists `api_server_count` (`vllm serve` sets it since 0.11).
+    pub api_server_count_arg: bool,
+    /// The dtype a float32 checkpoint is downcast to with `--dtype auto`.
+    pub float32_downcast: String,
+    /// Whether vLLM reads `config.torch_dtype` (transformers ≥ 4.56 then warns once).
+    pub reads_torch_dtype: bool,
+    /// `VLLM_CPU_OMP_THREADS_BIND` when unset: `auto` (bind per NUMA node) or `all` (no binding).
+    pub cpu_threads_bind_default: String,
+    /// Whether Triton is first imported with the worker module (not at `import vllm`): its
+    /// "no active driver" lines then come from the engine core and workers only.
+    pub triton_on_worker_import: bool,
+    /// `--kv-cache-dtype` choices as argparse lists them.
+    pub kv_cache_dtypes: Vec<String>,
     pub msg: BTreeMap<String, MsgSpec>,
     pub error: BTreeMap<String, String>,
     pub stack: BTreeMap<String, Vec<Frame>>,
+    /// Exception chains, first exception first.
+    pub chain: BTreeMap<String, Vec<ChainLink>>,
 }
 
 impl Profile {
@@ -149,6 +186,66 @@ impl Profile {
     /// Every profile, oldest first.
     pub fn all() -> &'static [Profile] {
         all()
+    }
+
+    /// The profile for a release as installed on a host: the interpreter and virtualenv of
+    /// `host.install` change paths and frames (`X@py3.11` fragments replace `X`); the CPU
+    /// platform selects `X@cpu` texts, the CPU engine generation and engine config.
+    pub fn for_host(version: Version, host: &Host) -> &'static Profile {
+        let base = Profile::for_version(version);
+        let cpu = host.platform == Platform::CpuPlugin;
+        if host.install == Install::default() && !cpu {
+            return base;
+        }
+        let venv = host
+            .install
+            .venv
+            .as_ref()
+            .map(|v| v.replace("{vllm}", &version.to_string()));
+        let key = (base.version, host.install.clone(), venv.clone(), cpu);
+        static DERIVED: OnceLock<Mutex<Vec<(DerivedKey, &'static Profile)>>> = OnceLock::new();
+        let cache = DERIVED.get_or_init(|| Mutex::new(Vec::new()));
+        let mut cache = cache.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, p)) = cache.iter().find(|(k, _)| *k == key) {
+            return p;
+        }
+        let derived: &'static Profile =
+            Box::leak(Box::new(base.derive(&host.install, venv.as_deref(), cpu)));
+        cache.push((key, derived));
+        derived
+    }
+
+    fn derive(&self, install: &Install, venv: Option<&str>, cpu: bool) -> Profile {
+        let mut p = self.clone();
+        let mut tags: Vec<String> = Vec::new();
+        if cpu {
+            tags.push("cpu".into());
+            if let Some(e) = p.cpu_engine {
+                p.engine = e;
+            }
+            if let Some(c) = &p.engine_config_cpu {
+                p.engine_config = c.clone();
+            }
+        }
+        if let Some((major, minor)) = install.python {
+            p.python = (major, minor);
+            tags.push(format!("py{major}.{minor}"));
+            let home = install.python_home.as_deref().unwrap_or("/usr");
+            p.stdlib = format!("{home}/lib/python{major}.{minor}");
+            if let Some(v) = venv {
+                p.site = format!("{v}/lib/python{major}.{minor}/site-packages");
+                p.console_script = format!("{v}/bin/vllm");
+                // pip's console-script wrapper: `sys.exit(main())` is its 8th line.
+                p.console_script_line = 8;
+            }
+        }
+        for tag in &tags {
+            apply_tag(&mut p.msg, tag);
+            apply_tag(&mut p.error, tag);
+            apply_tag(&mut p.stack, tag);
+            apply_tag(&mut p.chain, tag);
+        }
+        p
     }
 
     /// A message of this profile, or `None` when this release does not print it.
@@ -181,7 +278,11 @@ impl Profile {
     pub fn frame_path(&self, path: &str) -> String {
         if let Some(rest) = path.strip_prefix("@/") {
             format!("{}/{}", self.stdlib, rest)
-        } else if path.starts_with('/') || path.starts_with("uvloop/loop.pyx") {
+        } else if path.starts_with('/')
+            || path.starts_with('<')
+            || path.starts_with("uvloop/loop.pyx")
+        {
+            // Absolute, a pseudo-file (`<string>` of generated `__init__`s), or compiled.
             path.to_string()
         } else if path.starts_with("${console_script}") {
             self.console_script.clone()
@@ -189,6 +290,26 @@ impl Profile {
             format!("{}/{}", self.site, path)
         }
     }
+}
+
+type DerivedKey = (Version, Install, Option<String>, bool);
+
+/// `X@tag` entries replace `X` when the tag applies.
+fn apply_tag<T: Clone>(map: &mut BTreeMap<String, T>, tag: &str) {
+    let suffix = format!("@{tag}");
+    let overrides: Vec<(String, T)> = map
+        .iter()
+        .filter_map(|(k, v)| k.strip_suffix(&suffix).map(|b| (b.to_string(), v.clone())))
+        .collect();
+    map.extend(overrides);
+}
+
+/// A child's own `X` supersedes the `X@tag` variants it inherited.
+fn drop_inherited_variants<T>(map: &mut BTreeMap<String, T>, own: &[String]) {
+    map.retain(|k, _| {
+        k.split_once('@')
+            .is_none_or(|(base, _)| !own.iter().any(|o| o == base))
+    });
 }
 
 #[derive(Deserialize)]
@@ -217,6 +338,15 @@ struct RawProfile {
     c10_pg_line: Option<u32>,
     c10_watchdog_line: Option<u32>,
     engine_config: Option<String>,
+    cpu_engine: Option<Engine>,
+    engine_config_cpu: Option<String>,
+    namespace: Option<String>,
+    api_server_count_arg: Option<bool>,
+    float32_downcast: Option<String>,
+    reads_torch_dtype: Option<bool>,
+    cpu_threads_bind_default: Option<String>,
+    triton_on_worker_import: Option<bool>,
+    kv_cache_dtypes: Option<Vec<String>>,
     #[serde(default)]
     msg: BTreeMap<String, MsgSpec>,
     /// Messages a release no longer (or not yet) prints.
@@ -226,11 +356,20 @@ struct RawProfile {
     error: BTreeMap<String, String>,
     #[serde(default)]
     stack: BTreeMap<String, Vec<String>>,
+    /// Traceback fragments of code paths a release does not have.
+    #[serde(default)]
+    drop_stack: Vec<String>,
+    #[serde(default)]
+    chain: BTreeMap<String, Vec<ChainLink>>,
 }
 
 const PROFILE_FILES: &[(&str, &str)] = &[
     ("v0.6.4.toml", include_str!("../data/profiles/v0.6.4.toml")),
     ("v0.8.5.toml", include_str!("../data/profiles/v0.8.5.toml")),
+    (
+        "v0.10.1.toml",
+        include_str!("../data/profiles/v0.10.1.toml"),
+    ),
     (
         "v0.10.2.toml",
         include_str!("../data/profiles/v0.10.2.toml"),
@@ -301,10 +440,19 @@ fn resolve(name: &str, raw: &RawProfile, all: &[(String, RawProfile)]) -> Profil
     for d in &raw.drop_msg {
         msg.remove(d);
     }
+    drop_inherited_variants(&mut msg, &raw.msg.keys().cloned().collect::<Vec<_>>());
     msg.extend(raw.msg.clone());
     let mut error = base.as_ref().map(|b| b.error.clone()).unwrap_or_default();
+    drop_inherited_variants(&mut error, &raw.error.keys().cloned().collect::<Vec<_>>());
     error.extend(raw.error.clone());
+    let mut chain = base.as_ref().map(|b| b.chain.clone()).unwrap_or_default();
+    drop_inherited_variants(&mut chain, &raw.chain.keys().cloned().collect::<Vec<_>>());
+    chain.extend(raw.chain.clone());
     let mut stack = base.as_ref().map(|b| b.stack.clone()).unwrap_or_default();
+    for d in &raw.drop_stack {
+        stack.remove(d);
+    }
+    drop_inherited_variants(&mut stack, &raw.stack.keys().cloned().collect::<Vec<_>>());
     for (k, frames) in &raw.stack {
         let parsed = frames
             .iter()
@@ -359,13 +507,56 @@ fn resolve(name: &str, raw: &RawProfile, all: &[(String, RawProfile)]) -> Profil
             base.as_ref().map(|b| &b.engine_config),
             "engine_config",
         ),
+        cpu_engine: raw.cpu_engine.or(base.as_ref().and_then(|b| b.cpu_engine)),
+        engine_config_cpu: raw
+            .engine_config_cpu
+            .clone()
+            .or_else(|| base.as_ref().and_then(|b| b.engine_config_cpu.clone())),
+        namespace: raw
+            .namespace
+            .clone()
+            .or_else(|| base.as_ref().and_then(|b| b.namespace.clone())),
+        api_server_count_arg: raw
+            .api_server_count_arg
+            .or(base.as_ref().map(|b| b.api_server_count_arg))
+            .unwrap_or(true),
+        float32_downcast: raw
+            .float32_downcast
+            .clone()
+            .or_else(|| base.as_ref().map(|b| b.float32_downcast.clone()))
+            .unwrap_or_else(|| "bfloat16".into()),
+        reads_torch_dtype: raw
+            .reads_torch_dtype
+            .or(base.as_ref().map(|b| b.reads_torch_dtype))
+            .unwrap_or(false),
+        cpu_threads_bind_default: raw
+            .cpu_threads_bind_default
+            .clone()
+            .or_else(|| base.as_ref().map(|b| b.cpu_threads_bind_default.clone()))
+            .unwrap_or_else(|| "auto".into()),
+        triton_on_worker_import: raw
+            .triton_on_worker_import
+            .or(base.as_ref().map(|b| b.triton_on_worker_import))
+            .unwrap_or(false),
+        kv_cache_dtypes: raw
+            .kv_cache_dtypes
+            .clone()
+            .or_else(|| base.as_ref().map(|b| b.kv_cache_dtypes.clone()))
+            .unwrap_or_else(|| {
+                crate::command::KV_CACHE_DTYPES
+                    .iter()
+                    .map(|s| s.to_string())
+                    .collect()
+            }),
         msg,
         error,
         stack,
+        chain,
     }
 }
 
-/// Parses `PATH:LINE FUNCTION | SOURCE | CARET`.
+/// Parses `PATH:LINE FUNCTION | SOURCE | CARET` (a CARET starting with `>` marks its last
+/// occurrence in SOURCE, not its first).
 fn parse_frame(s: &str) -> Option<Frame> {
     let mut parts = s.splitn(3, " | ");
     let head = parts.next()?;

@@ -62,7 +62,20 @@ pub struct RawScenario {
     pub host: Option<Spanned<RawHost>>,
     #[serde(default)]
     pub faults: Vec<Spanned<RawFault>>,
+    #[serde(default)]
+    pub variant: Vec<Spanned<RawVariant>>,
     pub expect: Spanned<RawExpect>,
+}
+
+/// `[[variant]]`: the same case as it was run on older releases (another command or model).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawVariant {
+    pub before: Spanned<String>,
+    #[serde(default)]
+    pub command: Option<Spanned<String>>,
+    #[serde(default)]
+    pub model: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -89,6 +102,22 @@ pub struct RawHost {
     pub platform: Option<Spanned<String>>,
     #[serde(default)]
     pub nodes: Option<Spanned<u32>>,
+    #[serde(default)]
+    pub platform_plugin: Option<Spanned<String>>,
+    #[serde(default)]
+    pub cpus: Option<u32>,
+    #[serde(default)]
+    pub numa_nodes: Option<u32>,
+    #[serde(default)]
+    pub ulimit_nofile: Option<u64>,
+    #[serde(default)]
+    pub python: Option<Spanned<String>>,
+    #[serde(default)]
+    pub python_home: Option<String>,
+    #[serde(default)]
+    pub venv: Option<String>,
+    #[serde(default)]
+    pub transformers: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -171,7 +200,33 @@ pub struct Host {
     pub platform: Platform,
     /// Machines the GPUs are spread over (a Ray cluster when more than one).
     pub nodes: u32,
+    /// The platform plugin's entry point (`name = module:attr`) for `cpu-plugin`.
+    pub platform_plugin: (String, String),
+    /// Physical cores and NUMA nodes the CPU platform sees.
+    pub cpus: u32,
+    pub numa_nodes: u32,
+    /// Hard limit of open files (`ulimit -Hn`); below 65535 the API server warns.
+    pub ulimit_nofile: Option<u64>,
+    /// The Python installation vLLM runs in.
+    pub install: Install,
+    /// The installed transformers release (`None`: the one of the version profile's era).
+    pub transformers: Option<(u32, u32)>,
 }
+
+/// Where vLLM is installed: the interpreter and the environment. `None` fields keep the version
+/// profile's own (a container image's system Python).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Install {
+    /// `3.11`: decides stdlib and uvloop frames, comprehension frames and carets.
+    pub python: Option<(u32, u32)>,
+    /// The interpreter's prefix (`/home/.pyenv/versions/3.11.7`); stdlib is `<home>/lib/pythonX.Y`.
+    pub python_home: Option<String>,
+    /// A virtualenv vLLM was pip-installed into; `{vllm}` stands for the release.
+    pub venv: Option<String>,
+}
+
+/// The CPU platform plugin of the lab captures (`vllm-lab-cpu-plugin`).
+pub const DEFAULT_PLATFORM_PLUGIN: (&str, &str) = ("lab_cpu", "vllm_lab_cpu_plugin:register");
 
 impl Default for Host {
     fn default() -> Host {
@@ -183,6 +238,15 @@ impl Default for Host {
             nccl: None,
             platform: Platform::default(),
             nodes: 1,
+            platform_plugin: (
+                DEFAULT_PLATFORM_PLUGIN.0.to_string(),
+                DEFAULT_PLATFORM_PLUGIN.1.to_string(),
+            ),
+            cpus: 8,
+            numa_nodes: 1,
+            ulimit_nofile: None,
+            install: Install::default(),
+            transformers: None,
         }
     }
 }
@@ -343,7 +407,19 @@ pub struct Scenario {
     pub env: BTreeMap<String, String>,
     pub host: Host,
     pub faults: Vec<Fault>,
+    /// The same case on older releases, oldest bound first.
+    pub variants: Vec<Variant>,
     pub expect: Expect,
+}
+
+/// How the case was run on releases older than `before` (e.g. another base model, because the
+/// newer one fails earlier there for an unrelated reason).
+#[derive(Clone, Debug)]
+pub struct Variant {
+    pub before: Version,
+    pub command: Option<(String, ServeArgs)>,
+    /// `Some(None)`: the model path does not exist in this variant.
+    pub model: Option<Option<&'static ModelPreset>>,
 }
 
 /// Statuses a scenario may expect (the verdict statuses).
@@ -514,6 +590,35 @@ impl Scenario {
                         )
                     }
                 };
+                let platform_plugin =
+                    match &r.platform_plugin {
+                        None => Host::default().platform_plugin,
+                        Some(e) => match e.get_ref().split_once('=') {
+                            Some((n, v)) if !n.trim().is_empty() && v.contains(':') => {
+                                (n.trim().to_string(), v.trim().to_string())
+                            }
+                            _ => return Err(loc.at(
+                                e.span(),
+                                "host.platform_plugin must be an entry point `name = module:attr`",
+                            )),
+                        },
+                    };
+                let python = match &r.python {
+                    None => None,
+                    Some(p) => Some(parse_minor(p.get_ref()).ok_or_else(|| {
+                        loc.at(p.span(), "host.python must be a Python version like `3.11`")
+                    })?),
+                };
+                let transformers = match &r.transformers {
+                    None => None,
+                    Some(t) => Some(parse_minor(t.get_ref()).ok_or_else(|| {
+                        loc.at(
+                            t.span(),
+                            "host.transformers must be a version like `4.57.6`",
+                        )
+                    })?),
+                };
+                let defaults = Host::default();
                 Host {
                     nodes,
                     ram_gib: r.ram_gib,
@@ -522,9 +627,49 @@ impl Scenario {
                     missing_modules: r.missing_modules.clone(),
                     nccl,
                     platform,
+                    platform_plugin,
+                    cpus: r.cpus.unwrap_or(defaults.cpus).max(1),
+                    numa_nodes: r.numa_nodes.unwrap_or(defaults.numa_nodes).max(1),
+                    ulimit_nofile: r.ulimit_nofile,
+                    install: Install {
+                        python,
+                        python_home: r.python_home.clone(),
+                        venv: r.venv.clone(),
+                    },
+                    transformers,
                 }
             }
         };
+        let mut variants = Vec::new();
+        for v in &raw.variant {
+            let r = v.get_ref();
+            let before = Version::parse(r.before.get_ref()).ok_or_else(|| {
+                loc.at(
+                    r.before.span(),
+                    format!("`{}` is not a vLLM version", r.before.get_ref()),
+                )
+            })?;
+            let command = match &r.command {
+                None => None,
+                Some(c) => Some((
+                    c.get_ref().clone(),
+                    ServeArgs::parse_command(c.get_ref()).map_err(|e| loc.at(c.span(), e))?,
+                )),
+            };
+            let model = match &r.model {
+                None => None,
+                Some(m) if m.get_ref().is_empty() => Some(None),
+                Some(m) => Some(Some(catalog::model(m.get_ref()).ok_or_else(|| {
+                    loc.at(m.span(), format!("unknown model preset `{}`", m.get_ref()))
+                })?)),
+            };
+            variants.push(Variant {
+                before,
+                command,
+                model,
+            });
+        }
+        variants.sort_by_key(|v| v.before);
         let mut faults = Vec::new();
         for f in &raw.faults {
             faults.push(parse_fault(&loc, f)?);
@@ -591,8 +736,26 @@ impl Scenario {
             env: raw.env,
             host,
             faults,
+            variants,
             expect,
         })
+    }
+
+    /// The scenario as run on `version`: the version set, and the variant for it applied (the
+    /// one with the lowest `before` above `version`).
+    pub fn at_version(&self, version: Version) -> Scenario {
+        let mut s = self.clone();
+        s.vllm = version;
+        if let Some(v) = self.variants.iter().find(|v| version < v.before) {
+            if let Some((command, args)) = &v.command {
+                s.command = command.clone();
+                s.args = args.clone();
+            }
+            if let Some(model) = v.model {
+                s.model = model;
+            }
+        }
+        s
     }
 
     /// `group/name`.
@@ -608,6 +771,14 @@ impl Scenario {
     pub fn fault<T>(&self, f: impl Fn(&Fault) -> Option<T>) -> Option<T> {
         self.faults.iter().find_map(f)
     }
+}
+
+/// `3.11`, `3.11.7`, `4.57.6` → (major, minor).
+fn parse_minor(s: &str) -> Option<(u32, u32)> {
+    let mut it = s.trim().split('.');
+    let major = it.next()?.parse().ok()?;
+    let minor = it.next()?.parse().ok()?;
+    Some((major, minor))
 }
 
 fn parse_fault(loc: &Located<'_>, f: &Spanned<RawFault>) -> Result<Fault, ScenarioError> {

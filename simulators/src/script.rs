@@ -5,7 +5,8 @@
 //! one process are in order; the interleaver merges them. Which messages appear, with which
 //! `[file:line]` and text, comes from the [`Profile`]; the order and the cascade follow vLLM's code
 //! paths (API server → engine core → workers; worker error → `WorkerProc failed to start.` →
-//! `EngineCore failed to start.` → `Engine core initialization failed.`).
+//! `EngineCore failed to start.` → `Engine core initialization failed.`). The CPU platform (a
+//! CUDA wheel on a host without GPU) lives in [`cpu`].
 
 use std::collections::BTreeMap;
 
@@ -19,6 +20,8 @@ use crate::seed::{Rng, Seed, SharedRng};
 use crate::selector::{self, Announce, Selection};
 use crate::traceback::{exception_line_index, Traceback};
 use crate::version::Version;
+
+mod cpu;
 
 /// The status a launch ends in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -378,6 +381,16 @@ fn worker_name(p: &Profile, d: &Deployment, rank: u32) -> String {
     let pp_rank = rank / d.tp;
     match p.worker_name {
         WorkerNaming::Rank => format!("VllmWorker rank={rank}"),
+        WorkerNaming::VllmParts => {
+            let pp = (d.pp > 1).then(|| format!("PP{pp_rank}"));
+            let tp = (d.tp > 1).then(|| format!("TP{tp_rank}"));
+            let suffix = [pp, tp].into_iter().flatten().collect::<Vec<_>>().join("_");
+            if suffix.is_empty() {
+                "VllmWorker".to_string()
+            } else {
+                format!("VllmWorker {suffix}")
+            }
+        }
         WorkerNaming::V0Process => "VllmWorkerProcess".to_string(),
         WorkerNaming::Parts => {
             let mut s = String::from("Worker");
@@ -454,6 +467,8 @@ pub fn build_launch(
     b.vars.insert("port", d.args.port.to_string());
     b.vars.insert("world", d.world.to_string());
     b.vars.insert("tp", d.tp.to_string());
+    b.vars
+        .insert("tokens", d.max_num_batched_tokens.to_string());
 
     let api_prefixed = p.api_server_prefixed;
     b.spawn(
@@ -468,14 +483,19 @@ pub fn build_launch(
 
     let failure = d.failure.clone();
 
-    // argparse runs before anything is logged.
+    // argparse runs before anything is logged (but after `import vllm`).
+    let gpu_less = d.platform != Platform::Cuda;
+    if gpu_less {
+        cpu::import_preamble(&mut b, API);
+    }
     if let Some(Failure::Cli(problem)) = &failure {
         cli_error(&mut b, problem);
         return finish(b, status, failure, None, api_pid, d.args.port);
     }
     if let Some(Failure::NoPlatform) = &failure {
-        no_platform(&mut b);
-        return finish(b, status, failure, None, api_pid, d.args.port);
+        if cpu::no_platform_at_parser(&mut b) {
+            return finish(b, status, failure, None, api_pid, d.args.port);
+        }
     }
     if p.platform_detected_level != "DEBUG" && d.platform == Platform::Cuda {
         // Printed at import time, before the API server decorates its streams.
@@ -483,30 +503,34 @@ pub fn build_launch(
         platform_line(&mut b, API);
         b.prefixed[API] = api_prefixed;
     }
+    if gpu_less {
+        b.advance_ms(API, 2000, 6000);
+    }
     banner(&mut b);
 
+    if let Some(Failure::PortInUse) = &failure {
+        b.advance_ms(API, 40, 300);
+        let tb = Traceback::new(p.error("port_in_use"))
+            .with(p, "api_main")
+            .with(p, "api_setup_server");
+        b.stderr_traceback(API, None, &tb, true);
+        return finish(b, status, failure, None, api_pid, d.args.port);
+    }
+    // `set_ulimit()` right after the port is bound.
+    ulimit_warning(&mut b);
     match &failure {
-        Some(Failure::PortInUse) => {
-            b.advance_ms(API, 40, 300);
-            let tb = Traceback::new(p.error("port_in_use"))
-                .with(p, "api_main")
-                .with(p, "api_setup_server");
-            b.stderr_traceback(API, None, &tb, true);
+        Some(Failure::NoPlatform) => {
+            cpu::no_platform_at_engine_args(&mut b);
             return finish(b, status, failure, None, api_pid, d.args.port);
         }
         Some(Failure::ModelPathMissing) => {
             b.advance_ms(API, 200, 900);
-            let exc = format!(
-                "huggingface_hub.errors.HFValidationError: Repo id must be in the form 'repo_name' or 'namespace/repo_name': '{}'. Use `repo_type` argument if needed.",
-                d.args.model
-            );
-            api_config_error(&mut b, &exc, "api_model_config_hf");
+            model_path_missing(&mut b);
             return finish(b, status, failure, None, api_pid, d.args.port);
         }
         Some(Failure::TrustRemoteCode) => {
             b.advance_ms(API, 800, 4000);
-            let exc = b.fill(p.error("trust_remote_code"), &[]);
-            api_config_error(&mut b, &exc, "api_model_config_hf");
+            trust_remote_code(&mut b);
             return finish(b, status, failure, None, api_pid, d.args.port);
         }
         Some(Failure::UnsupportedArch) => {
@@ -516,19 +540,7 @@ pub fn build_launch(
                 .map(|m| m.architecture().to_string())
                 .unwrap_or_default();
             let exc = b.fill(p.error("unsupported_arch"), &[("arch", arch)]);
-            api_config_error(&mut b, &exc, "api_config");
-            return finish(b, status, failure, None, api_pid, d.args.port);
-        }
-        Some(Failure::MaxLenExceeds { requested, derived }) => {
-            b.advance_ms(API, 800, 4000);
-            let exc = b.fill(
-                p.error("max_len_exceeds"),
-                &[
-                    ("max_model_len", requested.to_string()),
-                    ("derived", derived.to_string()),
-                ],
-            );
-            api_config_error(&mut b, &exc, "api_config");
+            api_config_error(&mut b, &exc, &["api_config"]);
             return finish(b, status, failure, None, api_pid, d.args.port);
         }
         _ => {}
@@ -541,11 +553,67 @@ pub fn build_launch(
         .map(|m| m.architecture().to_string())
         .unwrap_or_default();
     b.log(API, "resolved_arch", &[("arch", arch)]);
+    dtype_lines(&mut b);
+    if let Some(Failure::MaxLenExceeds { requested, derived }) = &failure {
+        let exc = b.fill(
+            p.error("max_len_exceeds"),
+            &[
+                ("max_model_len", requested.to_string()),
+                ("derived", derived.to_string()),
+            ],
+        );
+        // Releases before pydantic configs show the frames down to the raise.
+        let stacks: &[&str] = if p.stack.contains_key("api_max_len_raise") {
+            &["api_config", "api_max_len_raise"]
+        } else {
+            &["api_config"]
+        };
+        api_config_error(&mut b, &exc, stacks);
+        return finish(b, status, failure, None, api_pid, d.args.port);
+    }
     b.log(API, "max_model_len", &[]);
+    if p.msg("task_resolution").is_some() {
+        b.advance_ms(API, 4000, 11000);
+        task_resolution(&mut b);
+    }
+    let on_cpu = d.platform == Platform::CpuPlugin;
+    if on_cpu && p.engine == Engine::V0 {
+        // The CPU platform falls back to the V0 engine; its executor is always `mp`.
+        b.log(API, "v1_fallback_cpu", &[]);
+        if d.world > 1 {
+            b.log(API, "mp_default", &[]);
+        }
+        b.log(API, "custom_ar_unsupported_platform", &[]);
+    }
+    // Checks of the parallel config: before the cache config in V0, in `VllmConfig` in V1.
+    let tp_heads_now =
+        |b: &Builder<'_>| b.p.engine == Engine::V0 || b.d.version < Version::new(0, 10, 0);
+    if let (Some(Failure::TpHeads { heads }), true) = (&failure, tp_heads_now(&b)) {
+        let exc = b.fill(p.error("tp_heads"), &[("heads", heads.to_string())]);
+        api_config_error(&mut b, &exc, &["api_config_verify"]);
+        return finish(b, status, failure, None, api_pid, d.args.port);
+    }
+    if on_cpu {
+        b.log(API, "cpu_kv_space", &[("gib", fmt2(d.cpu_kv_gib))]);
+        if p.engine == Engine::V0 && d.world == 1 {
+            b.log(API, "cpu_uni_fallback", &[]);
+        }
+    }
+    if d.kv_cache_dtype.starts_with("fp8") {
+        b.log(API, "fp8_kv_cache", &[]);
+    }
+    // The V0 engine on the CPU platform runs without chunked prefill.
+    if !(on_cpu && p.engine == Engine::V0) {
+        b.log(
+            API,
+            "chunked_prefill",
+            &[("tokens", d.max_num_batched_tokens.to_string())],
+        );
+    }
     match &failure {
         Some(Failure::TpHeads { heads }) => {
             let exc = b.fill(p.error("tp_heads"), &[("heads", heads.to_string())]);
-            api_config_error(&mut b, &exc, "api_config_verify");
+            api_config_error(&mut b, &exc, &["api_config_verify"]);
             return finish(b, status, failure, None, api_pid, d.args.port);
         }
         Some(Failure::QuantCapability { quant, min }) => {
@@ -557,19 +625,11 @@ pub fn build_launch(
                     ("cap", d.gpu.capability_int().to_string()),
                 ],
             );
-            api_config_error(&mut b, &exc, "api_quant_verify");
+            api_config_error(&mut b, &exc, &["api_quant_verify"]);
             return finish(b, status, failure, None, api_pid, d.args.port);
         }
         _ => {}
     }
-    if d.kv_cache_dtype.starts_with("fp8") {
-        b.log(API, "fp8_kv_cache", &[]);
-    }
-    b.log(
-        API,
-        "chunked_prefill",
-        &[("tokens", d.max_num_batched_tokens.to_string())],
-    );
     if d.quantization.as_deref() == Some("modelopt_fp4") {
         b.log(API, "modelopt_nvfp4", &[]);
     }
@@ -598,7 +658,20 @@ pub fn build_launch(
     }
 
     if p.engine == Engine::V0 {
+        if on_cpu {
+            return cpu::v0_launch(b, failure, api_pid);
+        }
         return v0_launch(b, status, failure, api_pid, ending);
+    }
+    if let Some(Failure::TransformersTooNew) = &failure {
+        // AsyncLLM builds the tokenizer before it starts the engine core.
+        b.advance_ms(API, 300, 2000);
+        let tb = Traceback::new(p.error("tokenizer_attr_removed_top"))
+            .with(p, "api_main")
+            .with(p, "api_engine_client")
+            .with(p, "api_tokenizer");
+        b.stderr_traceback(API, None, &tb, true);
+        return finish(b, status, failure, None, api_pid, d.args.port);
     }
 
     // Engine core.
@@ -612,14 +685,22 @@ pub fn build_launch(
         t_engine,
         true,
     );
-    if p.platform_detected_level != "DEBUG" {
+    if gpu_less {
+        cpu::import_preamble(&mut b, eng);
+        b.advance_ms(eng, 1000, 4000);
+    } else if p.platform_detected_level != "DEBUG" {
         // Printed at import time, before the prefix is set.
         b.prefixed[eng] = false;
         platform_line(&mut b, eng);
         b.prefixed[eng] = true;
     }
+    b.log(eng, "engine_waiting_init", &[]);
     let config = engine_config(&b, d);
     b.log(eng, "engine_init", &[("config", config)]);
+    if on_cpu && d.world == 1 && p.triton_on_worker_import {
+        // The uniproc executor imports the worker module, and with it Triton.
+        cpu::triton_lines(&mut b, eng);
+    }
     let ray_ips: Vec<String> = if d.ray {
         ray_startup(&mut b, eng, &mut rng)
     } else {
@@ -632,7 +713,7 @@ pub fn build_launch(
     if uniproc {
         workers.push(eng);
     } else {
-        if !env.contains_key("OMP_NUM_THREADS") {
+        if !env.contains_key("OMP_NUM_THREADS") && !on_cpu {
             let threads = [32u32, 48, 56, 64, 96, 112, 128][rng.range(0, 6) as usize];
             b.log(
                 eng,
@@ -641,7 +722,10 @@ pub fn build_launch(
             );
         }
         if let (Some(_spec), false) = (p.msg("shm_handle"), d.ray) {
-            let readers: Vec<String> = (1..world).map(|r| r.to_string()).collect();
+            // On the CPU platform the workers fail before rank 0 sets up its group's
+            // broadcaster: the handle printed is the engine core's RPC queue to every rank.
+            let first_reader = u32::from(!on_cpu);
+            let readers: Vec<String> = (first_reader..world).map(|r| r.to_string()).collect();
             let psm = format!("{:08x}", rng.next_u64() as u32);
             b.shm_names.push(format!("psm_{psm}"));
             let uuid = uuid(&mut rng);
@@ -650,7 +734,7 @@ pub fn build_launch(
                 "shm_handle",
                 &[
                     ("readers", format!("[{}]", readers.join(", "))),
-                    ("readers_n", (world - 1).to_string()),
+                    ("readers_n", readers.len().to_string()),
                     ("psm", psm),
                     ("uuid", uuid),
                 ],
@@ -691,6 +775,10 @@ pub fn build_launch(
     }
     let port = b.rng.range(30_000, 60_000);
     b.vars.insert("dist_port", port.to_string());
+    if on_cpu {
+        cpu::v1_workers_fail(&mut b, &workers, eng, api_pid);
+        return finish(b, status, failure, None, api_pid, d.args.port);
+    }
 
     // Distributed init (workers, before decoration).
     if !uniproc {
@@ -867,10 +955,6 @@ pub fn build_launch(
                 |b, _| Traceback::new(exc.clone()).with(b.p, "worker_init_device"),
                 WorkerStage::InitDevice,
             );
-            return finish(b, status, failure, None, api_pid, d.args.port);
-        }
-        Some(Failure::CpuMissingOps) => {
-            cpu_missing_ops(&mut b, &workers, eng, api_pid);
             return finish(b, status, failure, None, api_pid, d.args.port);
         }
         _ => {}
@@ -1453,16 +1537,175 @@ fn banner(b: &mut Builder<'_>) {
             b.log(API, "api_server_version", &[]);
         }
     }
-    if b.p.engine == Engine::V0 {
+    if let Some(template) = &b.p.namespace {
+        // Releases that log the whole argparse namespace.
+        let vars = namespace_vars(d, &mut b.d_rng());
+        let args = b.fill(template, &vars);
+        b.log(API, "non_default_args", &[("args", args)]);
+    } else if b.p.engine == Engine::V0 && d.version < Version::new(0, 8, 0) {
         let args = v0_namespace(d);
         b.log(API, "v0_args", &[("args", args)]);
     } else {
+        let mut args = d.args.clone();
+        if !b.p.api_server_count_arg {
+            args.non_default.retain(|(k, _)| k != "api_server_count");
+        }
         b.log(
             API,
             "non_default_args",
-            &[("args", d.args.non_default_repr())],
+            &[("args", args.non_default_repr())],
         );
     }
+}
+
+/// The fields of an argparse `Namespace(…)` that depend on the command line.
+fn namespace_vars(d: &Deployment, rng: &mut Rng) -> Vec<(&'static str, String)> {
+    let a = &d.args;
+    let opt_str = |v: &Option<String>| v.as_ref().map_or("None".to_string(), |s| format!("'{s}'"));
+    let opt_int = |v: Option<u64>| v.map_or("None".to_string(), |n| n.to_string());
+    let host = if a
+        .argv
+        .iter()
+        .any(|x| x == "--host" || x.starts_with("--host="))
+    {
+        format!("'{}'", a.host)
+    } else {
+        "None".to_string()
+    };
+    vec![
+        ("model_tag", format!("'{}'", a.model)),
+        ("host", host),
+        ("port", a.port.to_string()),
+        ("trust_remote_code", py_bool(a.trust_remote_code)),
+        ("dtype_arg", format!("'{}'", a.dtype)),
+        ("max_model_len_arg", opt_int(a.max_model_len)),
+        (
+            "distributed_executor_backend",
+            opt_str(&a.distributed_executor_backend),
+        ),
+        ("pp", a.pipeline_parallel_size.max(1).to_string()),
+        ("tp", a.tensor_parallel_size.max(1).to_string()),
+        ("dp", a.data_parallel_size.max(1).to_string()),
+        ("enable_expert_parallel", py_bool(a.enable_expert_parallel)),
+        (
+            "gpu_memory_utilization",
+            format!("{}", a.gpu_memory_utilization),
+        ),
+        ("kv_cache_dtype_arg", format!("'{}'", a.kv_cache_dtype)),
+        ("quantization_arg", opt_str(&a.quantization)),
+        ("enforce_eager", py_bool(a.enforce_eager)),
+        ("served_model_name", opt_str(&a.served_model_name)),
+        (
+            "max_num_batched_tokens_arg",
+            opt_int(a.max_num_batched_tokens),
+        ),
+        ("max_num_seqs_arg", opt_int(a.max_num_seqs)),
+        (
+            "address",
+            format!("0x7f{:010x}", rng.next_u64() & 0xff_ffff_fff0),
+        ),
+    ]
+}
+
+/// `set_ulimit()`: a hard limit of open files below 65535 cannot be raised.
+fn ulimit_warning(b: &mut Builder<'_>) {
+    if let Some(limit) = b.d.host.ulimit_nofile.filter(|&l| l < 65_535) {
+        b.log(API, "ulimit", &[("limit", limit.to_string())]);
+    }
+}
+
+/// What reading the checkpoint's dtype prints: transformers' deprecation of `torch_dtype` (read by
+/// older releases), then vLLM's downcast of a float32 checkpoint.
+fn dtype_lines(b: &mut Builder<'_>) {
+    let d = b.d;
+    let deprecated = d.host.transformers.is_some_and(|v| v >= (4, 56));
+    if b.p.reads_torch_dtype && deprecated && d.model.is_some() {
+        let tag = if d.host.transformers.is_some_and(|(major, _)| major >= 5) {
+            "[transformers] "
+        } else {
+            ""
+        };
+        b.stream(
+            API,
+            format!("{tag}`torch_dtype` is deprecated! Use `dtype` instead!\n"),
+        );
+    }
+    if d.downcast {
+        b.log(API, "downcasting", &[("dtype", d.dtype.clone())]);
+    }
+}
+
+/// `This model supports multiple tasks: {…}`: a Python set, printed in hash order.
+fn task_resolution(b: &mut Builder<'_>) {
+    let mut tasks = vec!["'generate'", "'embed'", "'classify'", "'score'", "'reward'"];
+    let mut rng = b.d_rng();
+    rng.shuffle(&mut tasks);
+    b.log(API, "task_resolution", &[("tasks", tasks.join(", "))]);
+}
+
+/// An exception chain of the profile (`[[chain.NAME]]`), placeholders filled.
+fn chain_traceback(b: &Builder<'_>, name: &str, extra: &[(&str, String)]) -> Traceback {
+    let p = b.p;
+    let links = p
+        .chain
+        .get(name)
+        .unwrap_or_else(|| panic!("profile {} lacks chain {name:?}", p.version));
+    let mut tb: Option<Traceback> = None;
+    for link in links {
+        let mut t = Traceback::new(b.fill(p.error(&link.error), extra));
+        for st in &link.stack {
+            t = t.with(p, st);
+        }
+        tb = Some(match tb {
+            None => t,
+            Some(prev) => t.caused_by(prev, link.cause.as_deref() == Some("direct")),
+        });
+    }
+    tb.unwrap_or_default()
+}
+
+/// The model path does not exist: huggingface_hub rejects it as a repo id.
+fn model_path_missing(b: &mut Builder<'_>) {
+    let model = b.d.args.model.clone();
+    if b.p.chain.contains_key("model_path_missing") {
+        let tb = chain_traceback(b, "model_path_missing", &[("model", model)]);
+        b.stderr_traceback(API, None, &tb, true);
+        return;
+    }
+    let exc = format!(
+        "huggingface_hub.errors.HFValidationError: Repo id must be in the form 'repo_name' or 'namespace/repo_name': '{model}'. Use `repo_type` argument if needed."
+    );
+    api_config_error(b, &exc, &["api_model_config_hf"]);
+}
+
+/// A checkpoint with custom code and no `--trust-remote-code`. transformers ≥ 4.56 words it
+/// "contains custom code which must be executed", which vLLM no longer recognises: the
+/// `ValueError` reaches pydantic as is.
+fn trust_remote_code(b: &mut Builder<'_>) {
+    let p = b.p;
+    let model = b.d.args.model.clone();
+    let new_wording = b.d.host.transformers.is_some_and(|v| v >= (4, 56));
+    if new_wording && p.error.contains_key("trust_remote_code_custom") {
+        let local = model.starts_with('/');
+        let at = if local {
+            model.clone()
+        } else {
+            format!("https://hf.co/{model}")
+        };
+        let exc = b.fill(
+            p.error("trust_remote_code_custom"),
+            &[("model", model.clone()), ("at", at)],
+        );
+        let stack = if p.stack.contains_key("api_trust_remote_code") {
+            "api_trust_remote_code"
+        } else {
+            "api_config"
+        };
+        api_config_error(b, &exc, &[stack]);
+        return;
+    }
+    let exc = b.fill(p.error("trust_remote_code"), &[]);
+    api_config_error(b, &exc, &["api_model_config_hf"]);
 }
 
 fn v0_namespace(d: &Deployment) -> String {
@@ -1503,7 +1746,7 @@ fn cli_error(b: &mut Builder<'_>, problem: &CliProblem) {
     let d = b.d;
     let (prog, usage) = match d.args.entrypoint {
         crate::command::Entrypoint::Serve => {
-            if d.version >= Version::new(0, 10, 0) {
+            if d.version >= Version::new(0, 8, 0) {
                 (
                     "vllm serve",
                     "usage: vllm serve [model_tag] [options]".to_string(),
@@ -1543,18 +1786,26 @@ fn cli_error(b: &mut Builder<'_>, problem: &CliProblem) {
             flag,
             value,
             choices,
-        } => (
-            prog,
-            usage,
-            format!(
-                "argument {flag}: invalid choice: '{value}' (choose from {})",
-                choices
-                    .iter()
-                    .map(|c| format!("'{c}'"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        ),
+        } => {
+            // The release's own choices for `--kv-cache-dtype`.
+            let choices: Vec<String> = if flag == "--kv-cache-dtype" {
+                b.p.kv_cache_dtypes.clone()
+            } else {
+                choices.iter().map(|c| c.to_string()).collect()
+            };
+            (
+                prog,
+                usage,
+                format!(
+                    "argument {flag}: invalid choice: '{value}' (choose from {})",
+                    choices
+                        .iter()
+                        .map(|c| format!("'{c}'"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )
+        }
         CliProblem::MissingValue { flag } => (
             prog,
             usage,
@@ -1569,41 +1820,20 @@ fn cli_error(b: &mut Builder<'_>, problem: &CliProblem) {
     b.mark_root(idx, mark);
 }
 
-fn no_platform(b: &mut Builder<'_>) {
-    let p = b.p;
-    b.prefixed[API] = false;
-    let tb = Traceback::new("RuntimeError: Failed to infer device type")
-        .with(p, "api_main")
-        .with(p, "api_engine_client");
-    b.stderr_traceback(API, None, &tb, true);
-}
-
 /// A configuration error raised in the API server process (uncaught, printed to stderr).
-fn api_config_error(b: &mut Builder<'_>, exc: &str, stack: &str) {
+fn api_config_error(b: &mut Builder<'_>, exc: &str, stacks: &[&str]) {
     let p = b.p;
-    let tb = Traceback::new(exc.to_string())
-        .with(
-            p,
-            if p.engine == Engine::V0 {
-                "v0_api"
-            } else {
-                "api_main"
-            },
-        )
-        .with(
-            p,
-            if p.engine == Engine::V0 {
-                "v0_api"
-            } else {
-                "api_engine_client"
-            },
-        );
-    let tb = if p.engine == Engine::V0 {
+    let legacy_v0 = p.engine == Engine::V0 && b.d.version < Version::new(0, 8, 0);
+    let tb = if legacy_v0 {
         Traceback::new(exc.to_string()).with(p, "v0_api")
     } else {
-        let mut t = tb;
-        if p.stack.contains_key(stack) {
-            t = t.with(p, stack);
+        let mut t = Traceback::new(exc.to_string())
+            .with(p, "api_main")
+            .with(p, "api_engine_client");
+        for stack in stacks {
+            if p.stack.contains_key(*stack) {
+                t = t.with(p, stack);
+            }
         }
         t
     };
@@ -2395,18 +2625,6 @@ fn host_oom(b: &mut Builder<'_>, workers: &[usize], eng: usize, api_pid: u32) {
     b.mark_root(idx, 0);
 }
 
-fn cpu_missing_ops(b: &mut Builder<'_>, workers: &[usize], eng: usize, api_pid: u32) {
-    let exc = "AttributeError: '_OpNamespace' '_C' object has no attribute 'rms_norm'".to_string();
-    worker_failure(
-        b,
-        workers,
-        eng,
-        api_pid,
-        |b, _| Traceback::new(exc.clone()).with(b.p, "worker_load_model"),
-        WorkerStage::Load,
-    );
-}
-
 /// The V0 engine: `LLMEngine` in a `MQLLMEngine` process (`SpawnProcess-1`), unprefixed;
 /// workers `VllmWorkerProcess`.
 fn v0_launch(
@@ -2519,11 +2737,6 @@ fn v0_launch(
                     ("minor", d.gpu.capability[1].to_string()),
                 ],
             ),
-            "v0_mp_engine",
-        )),
-        Some(Failure::CpuMissingOps) => Some((
-            "AttributeError: '_OpNamespace' '_C' object has no attribute 'silu_and_mul'"
-                .to_string(),
             "v0_mp_engine",
         )),
         Some(other) => unreachable!("deploy never derives {other:?} for the V0 engine"),

@@ -68,16 +68,13 @@ fn memchr_count(b: &[u8]) -> u64 {
 
 /// Simulate `s` and write the log to `out`.
 pub fn simulate(s: &Scenario, opts: &SimOptions, out: &mut dyn Write) -> io::Result<Truth> {
-    let mut s = s.clone();
-    if let Some(v) = opts.vllm {
-        s.vllm = v;
-    }
+    let s = s.at_version(opts.vllm.unwrap_or(s.vllm));
     let seed = opts.seed;
     let mut rng = seed.derive("file", 0).rng();
     // A start instant in 2026, from the seed.
     let mut t = SimTime::from_secs(1_767_225_600 + rng.range(0, 330 * 86_400));
     let renderer = Renderer {
-        profile: crate::profile::Profile::for_version(s.vllm),
+        profile: crate::profile::Profile::for_host(s.vllm, &s.host),
         no_color: s.no_color(),
         force_color: s.env.get("VLLM_LOGGING_COLOR").is_some_and(|v| v == "1"),
         logging_prefix: s
@@ -141,9 +138,14 @@ pub fn simulate(s: &Scenario, opts: &SimOptions, out: &mut dyn Write) -> io::Res
     let mut target: Option<usize> = None; // segment index of the launch the verdict is about
 
     if let Some((append, new_command)) = truncate {
-        // The old server (A) is serving; a relaunch (B) truncates the file with `>` while A
-        // still writes. Without O_APPEND, A keeps writing at its old offset.
-        let a_dep = healthy_variant(&main);
+        // The old server (A) is serving, or still starting when its configuration fails; a
+        // relaunch (B) truncates the file with `>` while A still writes. Without O_APPEND, A
+        // keeps writing at its old offset.
+        let a_dep = if main.failure.is_some() {
+            main.clone()
+        } else {
+            healthy_variant(&main)
+        };
         let a = build_launch(
             &a_dep,
             &s.env,
@@ -153,10 +155,17 @@ pub fn simulate(s: &Scenario, opts: &SimOptions, out: &mut dyn Write) -> io::Res
                 serve_ms: rng.range(120_000, 400_000),
             },
         );
-        let t_trunc = a
-            .traffic_from
-            .unwrap_or(a.end)
-            .plus_ms(rng.range(30_000, 100_000));
+        let t_trunc = match a.root.map(|r| a.events[r].t) {
+            // A failing A is cut a third to two thirds into its start-up.
+            Some(t_fail) if a_dep.failure.is_some() => {
+                let span_us = t_fail.0.saturating_sub(t.0);
+                t.plus_us(span_us / 3 + rng.range(0, span_us / 3))
+            }
+            _ => a
+                .traffic_from
+                .unwrap_or(a.end)
+                .plus_ms(rng.range(30_000, 100_000)),
+        };
         let b_args = relaunch_args(&s, new_command.as_deref());
         let b_dep = Deployment::derive(&s, &b_args);
         let b = build_launch(

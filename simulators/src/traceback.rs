@@ -66,7 +66,11 @@ impl Traceback {
                 out.push('\n');
                 if profile.carets() {
                     if let Some(caret) = &f.caret {
-                        if let Some(pos) = src.find(caret.as_str()) {
+                        let (caret, pos) = match caret.strip_prefix('>') {
+                            Some(c) => (c, src.rfind(c)),
+                            None => (caret.as_str(), src.find(caret.as_str())),
+                        };
+                        if let Some(pos) = pos {
                             if !(pos == 0 && caret.len() == src.len()) {
                                 out.push_str(&" ".repeat(4 + src[..pos].chars().count()));
                                 out.push_str(&"^".repeat(caret.chars().count()));

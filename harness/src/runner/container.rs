@@ -14,7 +14,7 @@
 //!   launch record names; `faultkit stop` must leave it alone, and a new launch must come up.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use simulators::scenario::{Fault, Phase};
 use simulators::{Scenario, Seed, SimOptions, Truth};
@@ -137,14 +137,12 @@ fn check(extra: &mut Vec<Mismatch>, ok: bool, field: &str, expected: &str, actua
 }
 
 fn wait_for(mut cond: impl FnMut() -> bool, what: &str) -> Result<(), String> {
-    let start = Instant::now();
-    while !cond() {
-        if start.elapsed() >= Duration::from_millis(STEP_TIMEOUT_MS) {
-            return Err(format!("timed out waiting for {what}"));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    Ok(())
+    crate::wait::until(
+        Duration::from_millis(STEP_TIMEOUT_MS),
+        Duration::from_millis(20),
+        what,
+        || cond().then_some(()),
+    )
 }
 
 /// Runs one scenario on its own container host, in `dir`.

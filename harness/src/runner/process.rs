@@ -16,7 +16,7 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::Child;
 use std::sync::atomic::AtomicBool;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use simulators::fake::{self, gpu::GpuState, gpu::GpuUser};
 use simulators::scenario::{Fault, RelaunchAfter};
@@ -165,21 +165,8 @@ impl Host {
 
     /// Waits until the leader of `rec` has exited.
     fn wait_exit(&mut self, rec: &Record) -> Result<(), String> {
-        let start = Instant::now();
-        loop {
-            for (c, r) in &mut self.leaders {
-                if r.id == rec.id && !matches!(c.try_wait(), Ok(None)) {
-                    return Ok(());
-                }
-            }
-            if start.elapsed() >= Duration::from_millis(STEP_TIMEOUT_MS) {
-                return Err(format!(
-                    "launch {} did not exit within {STEP_TIMEOUT_MS} ms",
-                    rec.id
-                ));
-            }
-            std::thread::sleep(Duration::from_millis(POLL_MS));
-        }
+        let what = format!("launch {} to exit", rec.id);
+        wait_for(|| leader_exited(&mut self.leaders, rec), &what)
     }
 
     fn wait_healthy(&self) -> Result<(), String> {
@@ -242,16 +229,12 @@ fn free_port() -> Result<u16, String> {
 }
 
 fn wait_for(mut cond: impl FnMut() -> bool, what: &str) -> Result<(), String> {
-    let start = Instant::now();
-    while !cond() {
-        if start.elapsed() >= Duration::from_millis(STEP_TIMEOUT_MS) {
-            return Err(format!(
-                "timed out after {STEP_TIMEOUT_MS} ms waiting for {what}"
-            ));
-        }
-        std::thread::sleep(Duration::from_millis(POLL_MS));
-    }
-    Ok(())
+    crate::wait::until(
+        Duration::from_millis(STEP_TIMEOUT_MS),
+        Duration::from_millis(POLL_MS),
+        what,
+        || cond().then_some(()),
+    )
 }
 
 fn verdict_of(bytes: &[u8], pid: Option<u32>) -> Verdict {
@@ -595,21 +578,17 @@ fn text_truth_quiet(s: &Scenario, seed: u64) -> Truth {
 fn wait_end(host: &mut Host, rec: &Record, log: &Path) -> Result<(), String> {
     let url = launch::health::HealthUrl::for_port(host.port);
     let _ = log;
-    let start = Instant::now();
-    loop {
-        for (c, r) in &mut host.leaders {
-            if r.id == rec.id && !matches!(c.try_wait(), Ok(None)) {
-                return Ok(());
-            }
-        }
-        if launch::health::probe(&url) == Some(200) {
-            return Ok(());
-        }
-        if start.elapsed() >= Duration::from_millis(STEP_TIMEOUT_MS) {
-            return Err("the relaunch neither exited nor became ready".into());
-        }
-        std::thread::sleep(Duration::from_millis(POLL_MS * 4));
-    }
+    wait_for(
+        || leader_exited(&mut host.leaders, rec) || launch::health::probe(&url) == Some(200),
+        "the relaunch to exit or become ready",
+    )
+}
+
+/// Whether the leader process of launch `rec` has exited.
+fn leader_exited(leaders: &mut [(Child, Record)], rec: &Record) -> bool {
+    leaders
+        .iter_mut()
+        .any(|(c, r)| r.id == rec.id && !matches!(c.try_wait(), Ok(None)))
 }
 
 fn last_lines(b: &[u8], n: usize) -> String {

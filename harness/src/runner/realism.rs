@@ -79,9 +79,13 @@ pub fn measure(real_dir: &Path, dir: &ScenarioDir) -> Result<Vec<Coverage>, Stri
             let Some(name) = l.scenario.clone() else {
                 continue;
             };
-            let Ok(scenario) = dir.find(&name) else {
-                continue;
-            };
+            let scenario = dir.find(&name).map_err(|e| {
+                format!(
+                    "{}: {} names scenario `{name}`: {e}",
+                    labels_path.display(),
+                    l.file
+                )
+            })?;
             if !scenario.tags.iter().any(|t| t == "capturable") {
                 continue;
             }

@@ -74,6 +74,42 @@ fn is_exception_like(body: &str) -> bool {
         && body.len() > head.len()
 }
 
+/// A weak signal reporting that process P died (`Engine core proc EngineCore_DP0 died
+/// unexpectedly`) defers to P's own report, under the same signature, of a death below it
+/// (`Worker proc VllmWorker-3 died unexpectedly`): the supervisor's line may land first in the
+/// file when both write in the same instant, but P's report is nearer the cause. Followed down
+/// the layers; each step moves to a lower layer, so it ends.
+fn defer_to_the_dead(order: &mut [usize], cands: &[Candidate], records: &[Record]) {
+    while let Some(&first) = order.first() {
+        let c = &cands[first];
+        if c.class != Class::Weak {
+            return;
+        }
+        let report = records[c.record].lines[c.quote].body.as_str();
+        let deeper = order.iter().position(|&i| {
+            let d = &cands[i];
+            d.class == Class::Weak
+                && d.id == c.id
+                && d.layer < c.layer
+                && records[d.record]
+                    .process
+                    .as_deref()
+                    .is_some_and(|p| names_process(report, p))
+        });
+        match deeper {
+            Some(pos) => order[..=pos].rotate_right(1),
+            None => return,
+        }
+    }
+}
+
+/// Whether `text` names process `name` as a word (`EngineCore_DP0`, not `EngineCore_DP01`).
+fn names_process(text: &str, name: &str) -> bool {
+    let word = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+    text.match_indices(name)
+        .any(|(at, _)| !text[..at].ends_with(word) && !text[at + name.len()..].starts_with(word))
+}
+
 /// Which stage of vLLM a record comes from: 0 worker, 1 engine core, 2 API server.
 fn layer_of(rec: &Record) -> u8 {
     if let Some(p) = rec.process.as_ref().or(rec.process_hint.as_ref()) {
@@ -420,6 +456,7 @@ pub fn analyze_launch(
         let layer = if c.class == Class::Weak { 0 } else { c.layer };
         (c.class, layer, line)
     });
+    defer_to_the_dead(&mut order, &cands, &records);
 
     if explain {
         for &i in &order {
@@ -674,4 +711,33 @@ fn fix_with_evidence(
 /// The statement without log header (the body already lacks prefixes).
 fn strip_to_message(body: &str) -> String {
     body.trim_start_matches(", ").trim().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::triage::{triage, Options, Output};
+
+    #[test]
+    fn a_report_of_a_death_defers_to_the_dead_process_own_report() {
+        // The API server's line about the engine core lands first; the engine core's line
+        // about the worker it lost is nearer the cause.
+        let log = "\
+(APIServer pid=10) INFO 11-30 03:31:00 [api_server.py:1] vLLM API server version 0.15.1
+(EngineCore_DP0 pid=11) INFO 11-30 03:31:01 [core.py:96] Initializing a V1 LLM engine (v0.15.1) with config: x
+(APIServer pid=10) ERROR 11-30 03:31:42 [core_client.py:605] Engine core proc EngineCore_DP0 died unexpectedly, shutting down client.
+(EngineCore_DP0 pid=11) ERROR 11-30 03:31:42 [multiproc_executor.py:246] Worker proc VllmWorker-3 died unexpectedly, shutting down executor.
+";
+        let Output::One(v) = triage(log.as_bytes(), &Options::default()) else {
+            panic!("one verdict")
+        };
+        let rc = v.root_cause.expect("a root cause");
+        assert_eq!(rc.id, "worker_killed_by_signal");
+        assert_eq!(rc.line, 4, "{rc:?}");
+        // A report naming another process (EngineCore_DP01) does not defer.
+        let other = log.replace("proc EngineCore_DP0 died", "proc EngineCore_DP01 died");
+        let Output::One(v) = triage(other.as_bytes(), &Options::default()) else {
+            panic!("one verdict")
+        };
+        assert_eq!(v.root_cause.expect("a root cause").line, 3);
+    }
 }

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// A row that runs longer than this hangs (the slowest, 256 MiB, takes about a second).
 const ROW_TIMEOUT: Duration = Duration::from_secs(60);
@@ -589,20 +589,18 @@ fn run_bounded(mut cmd: Command, during: During) -> Result<Ran, String> {
             .map(|s| Box::new(s) as Box<dyn Read + Send>),
     );
     let during_error = during.and_then(|f| f(child.id()).err());
-    let started = Instant::now();
-    let mut timed_out = false;
-    let status = loop {
-        match child.try_wait().map_err(|e| e.to_string())? {
-            Some(s) => break Some(s),
-            None if started.elapsed() > ROW_TIMEOUT => {
-                timed_out = true;
-                let _ = child.kill();
-                let _ = child.wait();
-                break None;
-            }
-            None => std::thread::sleep(POLL),
+    let status = match wait_for(ROW_TIMEOUT, "the command to exit", || {
+        child.try_wait().transpose()
+    }) {
+        Ok(exited) => Some(exited.map_err(|e| e.to_string())?),
+        // A hang: stopped, and reported as such.
+        Err(_) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            None
         }
     };
+    let timed_out = status.is_none();
     Ok(Ran {
         code: status.and_then(|s| s.code()),
         stdout: out.join().unwrap_or_default(),
@@ -742,20 +740,8 @@ fn read_position(pid: u32, path: &Path) -> Option<u64> {
 }
 
 /// Poll `f` until it gives a value, at most `bound`.
-fn wait_for<T>(bound: Duration, what: &str, mut f: impl FnMut() -> Option<T>) -> Result<T, String> {
-    let started = Instant::now();
-    loop {
-        if let Some(v) = f() {
-            return Ok(v);
-        }
-        if started.elapsed() > bound {
-            return Err(format!(
-                "gave up waiting for {what} after {} s",
-                bound.as_secs()
-            ));
-        }
-        std::thread::sleep(POLL);
-    }
+fn wait_for<T>(bound: Duration, what: &str, f: impl FnMut() -> Option<T>) -> Result<T, String> {
+    harness::wait::until(bound, POLL, what, f)
 }
 
 /// The first raw control character a terminal would act on: C0 but newline and tab, DEL, C1.

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command as StdCommand, Stdio};
 use std::sync::Once;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use assert_cmd::Command;
 
@@ -121,14 +121,13 @@ fn processes_of(id: &str) -> Vec<u32> {
 }
 
 fn wait_until(mut cond: impl FnMut() -> bool, what: &str) {
-    let start = Instant::now();
-    while !cond() {
-        assert!(
-            start.elapsed() < Duration::from_millis(WAIT_MS),
-            "timed out waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    harness::wait::until(
+        Duration::from_millis(WAIT_MS),
+        Duration::from_millis(10),
+        what,
+        || cond().then_some(()),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
 }
 
 fn free_port() -> u16 {

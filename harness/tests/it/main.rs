@@ -6,4 +6,5 @@ mod container;
 mod corpus;
 mod launch;
 mod properties;
+mod realism;
 mod tidy;

@@ -483,6 +483,7 @@ fn adhoc_scenario(args: &ServeArgs) -> Scenario {
         env: BTreeMap::new(),
         host: Host::default(),
         faults: Vec::new(),
+        variants: Vec::new(),
         expect: Expect {
             status: "ready".into(),
             root_cause: None,

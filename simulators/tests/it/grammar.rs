@@ -24,7 +24,10 @@ struct Grammar {
     stream: Regex,
 }
 
-const NAME: &str = r"(APIServer|EngineCore_DP\d+|EngineCore_\d+|EngineCore|Worker(_PP\d+)?(_TP\d+)?(_EP\d+)?|VllmWorker rank=\d+|VllmWorkerProcess)";
+const NAME: &str = r"(APIServer|EngineCore_DP\d+|EngineCore_\d+|EngineCore|Worker(_PP\d+)?(_TP\d+)?(_EP\d+)?|VllmWorker rank=\d+|VllmWorker( (PP\d+_)?TP\d+)?|VllmWorkerProcess)";
+
+/// Ray's prefix on a forwarded actor line (coloured unless `RAY_COLOR_PREFIX=0`).
+const RAY_ACTOR: &str = r"((\x1b\[36m)?\(RayWorkerWrapper pid=\d+(, ip=[\d.]+)?\)(\x1b\[0m)? |(\x1b\[33m)?\(raylet\)(\x1b\[0m)? )";
 
 fn grammar(p: &Profile, no_color: bool) -> Grammar {
     let plain = format!(r"\({NAME} pid=\d+\) ");
@@ -35,6 +38,8 @@ fn grammar(p: &Profile, no_color: bool) -> Grammar {
         }
         _ => plain,
     };
+    // A Ray actor's output, forwarded by its driver (the engine core) with Ray's own prefix.
+    let prefix = format!(r"{prefix}({RAY_ACTOR})?");
     let header = match p.header {
         HeaderStyle::Bracket => {
             r"(DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d \[[A-Za-z0-9_./]+\.py:\d+\] "
@@ -73,6 +78,21 @@ fn grammar(p: &Profile, no_color: bool) -> Grammar {
         r"",
         r"(The above exception was the direct cause of the following exception:|During handling of the above exception, another exception occurred:)",
         r"[A-Z][A-Za-z ,'`.()]+\.",
+        // Continuation lines of multi-line exception messages (transformers' custom-code notice,
+        // vLLM 0.8's invalid-repository checklist).
+        r" You can inspect the repository content at .+",
+        r"Please pass the argument `trust_remote_code=True` .+",
+        r"Please verify the following requirements:",
+        r"\d\. .+",
+        r"   - For .+",
+        // Ray's own logger (`ray.init` in the driver).
+        r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}\t(INFO|WARNING|ERROR) [a-z_]+\.py:\d+ -- .+",
+        // Ray's node-death notice (raylet, one long line).
+        r"The node with node id: .+",
+        // Tab-indented continuation lines of Ray's notices and of `ActorDiedError`.
+        r"\t.+",
+        // A library's own warning (transformers tags its messages from 5.0 on).
+        r"(\[[a-z]+\] )?`\w+` is deprecated! .+",
     ]
     .join("|");
     Grammar {
