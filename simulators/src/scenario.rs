@@ -720,7 +720,7 @@ impl Scenario {
                 .as_ref()
                 .map(|d| d.iter().map(|k| k.get_ref().clone()).collect()),
         };
-        Ok(Scenario {
+        let s = Scenario {
             name,
             group,
             path: path.to_path_buf(),
@@ -738,6 +738,34 @@ impl Scenario {
             faults,
             variants,
             expect,
+        };
+        if let Some(why) = s.unmodelled(s.vllm) {
+            return Err(loc.at(raw.vllm.span(), why));
+        }
+        Ok(s)
+    }
+
+    /// Why the simulator cannot play this scenario on `version`, when it cannot. vLLM's V1
+    /// CPU worker with `VLLM_CPU_OMP_THREADS_BIND=all` or `nobind` on the CUDA wheel gets past
+    /// every op the simulator knows to fail there (it looks `init_shm_manager` up with
+    /// `hasattr`, and runs SiluAndMul natively); no real capture shows what fails next, and the
+    /// simulator does not make it up.
+    pub fn unmodelled(&self, version: Version) -> Option<String> {
+        if self.host.platform != Platform::CpuPlugin {
+            return None;
+        }
+        let p = crate::profile::Profile::for_version(version);
+        let engine = p.cpu_engine.unwrap_or(p.engine);
+        let bind = self
+            .env
+            .get("VLLM_CPU_OMP_THREADS_BIND")
+            .map_or(p.cpu_threads_bind_default.as_str(), String::as_str);
+        (engine == crate::profile::Engine::V1 && matches!(bind, "all" | "nobind")).then(|| {
+            format!(
+                "vLLM {version} on the CPU platform with VLLM_CPU_OMP_THREADS_BIND={bind} is not \
+                 simulated: its V1 CPU worker gets past the ops known to fail there, and no real \
+                 log shows what fails next (use `auto` or a list of CPUs)"
+            )
         })
     }
 
@@ -902,6 +930,32 @@ process = "Worker_TP*"
         assert_eq!(s.id(), "crash/fp8-kv-sm120");
         assert_eq!(s.args.tensor_parallel_size, 8);
         assert_eq!(s.runners, vec![Runner::Text]);
+    }
+
+    #[test]
+    fn cpu_thread_binding_the_simulator_cannot_follow_is_refused() {
+        let cpu = |vllm: &str, bind: &str| {
+            format!(
+                "summary = \"s\"\nvllm = \"{vllm}\"\ncommand = \"vllm serve /srv/vllm/models/tiny-llama --tensor-parallel-size 2\"\n\
+                 gpus = {{ model = \"h100\", count = 1 }}\nmodel = \"tiny-llama\"\n\
+                 env = {{ VLLM_CPU_OMP_THREADS_BIND = \"{bind}\" }}\n\
+                 [host]\nplatform = \"cpu-plugin\"\n[expect]\nstatus = \"crashed\"\n"
+            )
+        };
+        let path = Path::new("scenarios/capture/t.toml");
+        let e = Scenario::from_toml(path, &cpu("0.15.1", "all")).unwrap_err();
+        assert_eq!((e.line, e.column), (2, 8), "{e}");
+        assert!(
+            e.message
+                .contains("VLLM_CPU_OMP_THREADS_BIND=all is not simulated"),
+            "{e}"
+        );
+        // The V0 engine (0.8.5 on CPU) is followed; asked for on V1 it is refused.
+        let s = Scenario::from_toml(path, &cpu("0.8.5.post1", "nobind")).unwrap();
+        let v1 = Version::parse("0.10.1.1").unwrap();
+        assert!(s.unmodelled(s.vllm).is_none());
+        assert!(s.at_version(v1).unmodelled(v1).is_some());
+        assert!(Scenario::from_toml(path, &cpu("0.15.1", "auto")).is_ok());
     }
 
     #[test]

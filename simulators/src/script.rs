@@ -2627,6 +2627,25 @@ fn host_oom(b: &mut Builder<'_>, workers: &[usize], eng: usize, api_pid: u32) {
 
 /// The V0 engine: `LLMEngine` in a `MQLLMEngine` process (`SpawnProcess-1`), unprefixed;
 /// workers `VllmWorkerProcess`.
+/// Spawns the V0 engine's `VllmWorkerProcess` of rank `r` (pid `eng_pid + 10 + r`), `delay_ms`
+/// (a range) after the engine's clock.
+fn spawn_v0_worker(
+    b: &mut Builder<'_>,
+    eng: usize,
+    eng_pid: u32,
+    r: u32,
+    delay_ms: (u64, u64),
+) -> usize {
+    let t = b.now(eng).plus_ms(b.rng.range(delay_ms.0, delay_ms.1));
+    b.spawn(
+        Some("VllmWorkerProcess".into()),
+        format!("Worker{r}"),
+        eng_pid + 10 + r,
+        t,
+        true,
+    )
+}
+
 fn v0_launch(
     mut b: Builder<'_>,
     mut status: LaunchStatus,
@@ -2645,14 +2664,7 @@ fn v0_launch(
     if d.world > 1 {
         b.log(eng, "reduce_torch_threads", &[("threads", "64".into())]);
         for r in 1..d.world {
-            let t = b.now(eng).plus_ms(b.rng.range(2000, 4000));
-            let w = b.spawn(
-                Some("VllmWorkerProcess".into()),
-                format!("Worker{r}"),
-                eng_pid + 10 + r,
-                t,
-                true,
-            );
+            let w = spawn_v0_worker(&mut b, eng, eng_pid, r, (2000, 4000));
             b.log(w, "v0_worker_ready", &[]);
             workers.push(w);
         }

@@ -99,6 +99,12 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         Some(Ok(v)) => Some(v),
         None => None,
     };
+    if let Some(why) = vllm.and_then(|v| scenario.at_version(v).unmodelled(v)) {
+        return fail(
+            ExitCode::Usage,
+            format!("{}: {why}", scenario.path.display()),
+        );
+    }
     let out_dir = a
         .out
         .unwrap_or_else(|| PathBuf::from(format!("faultkit-out/{}-{}", scenario.name, a.seed)));

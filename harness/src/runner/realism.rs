@@ -93,6 +93,9 @@ pub fn measure(real_dir: &Path, dir: &ScenarioDir) -> Result<Vec<Coverage>, Stri
                 .map_err(|e| format!("{}: {e}", d.join(&l.file).display()))?;
             let version = Version::parse(&l.vllm_version)
                 .ok_or_else(|| format!("{}: bad version {}", l.file, l.vllm_version))?;
+            if let Some(why) = scenario.at_version(version).unmodelled(version) {
+                return Err(format!("{}: {why}", l.file));
+            }
             let opts = SimOptions {
                 seed: Seed(0),
                 size_bytes: None,

@@ -8,7 +8,8 @@
 //! [`v0_launch`] for releases that fall back to the V0 engine on CPU).
 
 use super::{
-    engine_failure, engine_failure_with, finish, uuid, Builder, LaunchLog, LaunchStatus, API,
+    engine_failure, engine_failure_with, finish, spawn_v0_worker, uuid, Builder, LaunchLog,
+    LaunchStatus, API,
 };
 use crate::clock::SimTime;
 use crate::deploy::{CpuOp, Failure};
@@ -351,14 +352,7 @@ pub(super) fn v0_launch(mut b: Builder<'_>, failure: Option<Failure>, api_pid: u
     b.log(eng, "v0_backend", &[]);
     let mut workers = Vec::new();
     for r in 1..d.world {
-        let t = b.now(eng).plus_ms(b.rng.range(3000, 6000));
-        let w = b.spawn(
-            Some("VllmWorkerProcess".into()),
-            format!("Worker{r}"),
-            eng_pid + 10 + r,
-            t,
-            true,
-        );
+        let w = spawn_v0_worker(&mut b, eng, eng_pid, r, (3000, 6000));
         import_preamble(&mut b, w);
         b.advance_ms(w, 1500, 4000);
         b.log(w, "v0_worker_ready", &[]);
