@@ -140,8 +140,13 @@ pub fn simulate(s: &Scenario, opts: &SimOptions, out: &mut dyn Write) -> io::Res
     if let Some((append, new_command)) = truncate {
         // The old server (A) is serving, or still starting when its configuration fails; a
         // relaunch (B) truncates the file with `>` while A still writes. Without O_APPEND, A
-        // keeps writing at its old offset.
-        let a_dep = if main.failure.is_some() {
+        // keeps writing at its old offset. (A command line argparse rejects writes once and
+        // exits at once: it cannot still be writing, so A is then the healthy variant.)
+        let a_dep = if main
+            .failure
+            .as_ref()
+            .is_some_and(|f| !matches!(f, crate::deploy::Failure::Cli(_)))
+        {
             main.clone()
         } else {
             healthy_variant(&main)

@@ -89,9 +89,15 @@ impl Traceback {
 /// The index (0-based, in `\n`-separated lines) of the line of the final exception that states
 /// the cause: its first line, or for a pydantic `ValidationError` the `Value error, …` line.
 pub fn exception_line_index(text: &str, exception: &str) -> usize {
-    let total = text.split('\n').count();
-    let exc_lines = exception.split('\n').count();
-    total - exc_lines + statement_offset(exception)
+    // The exception is printed last (trailing newlines of either side do not shift it).
+    let start = match text.rfind(exception.trim_end_matches('\n')) {
+        Some(at) => text[..at].matches('\n').count(),
+        None => {
+            let total = text.trim_end_matches('\n').split('\n').count();
+            total.saturating_sub(exception.trim_end_matches('\n').split('\n').count())
+        }
+    };
+    start + statement_offset(exception)
 }
 
 /// Which line of a (multi-line) exception text states the cause.
@@ -123,5 +129,11 @@ mod tests {
             "Traceback (most recent call last):\n  File \"/usr/local/lib/python3.12/dist-packages/vllm/v1/executor/multiproc_executor.py\", line 743, in worker_main\n    worker = WorkerProc(*args, **kwargs)\n             ^^^^^^^^^^^^^^^^^^^^^^^^^^^\nValueError: x"
         );
         assert_eq!(exception_line_index(&s, "ValueError: x"), 4);
+        // A multi-line message ending in a newline, the text trimmed or not.
+        let exc = "ValueError: bad path.\nPlease verify:\n1. this\n";
+        let tb = Traceback::new(exc).with(p, "worker_main");
+        let s = tb.render(p);
+        assert_eq!(exception_line_index(&s, exc), 4);
+        assert_eq!(exception_line_index(s.trim_end_matches('\n'), exc), 4);
     }
 }

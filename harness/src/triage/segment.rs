@@ -137,6 +137,9 @@ pub fn boundaries_from_hits(b: &[u8], hits: &[Hit]) -> Vec<Boundary> {
             continue;
         }
         last_line_start = ls;
+        // A hole of NUL bytes ends the line before it: text after the hole starts afresh
+        // (the hole and an old writer's next line share a physical line).
+        let ls = memchr::memrchr(0, &b[ls..h.offset]).map_or(ls, |p| ls + p + 1);
         let le = line_end(b, h.offset);
         let line = &b[ls..le];
         // Only lines with a boundary word can be a launch start.
@@ -359,5 +362,15 @@ INFO 01-28 14:03:00 [x.py:1] other
             Some(log.find("(EngineCore_DP0").unwrap())
         );
         assert_eq!(pid_offset(log.as_bytes(), 77), None);
+    }
+
+    #[test]
+    fn an_old_writer_after_a_hole_starts_no_launch_even_on_the_hole_line() {
+        let mut log = b"usage: vllm serve [model_tag] [options]\nvllm serve: error: argument --tensor-parallel-size/-tp: invalid int value: 'abc'\n".to_vec();
+        log.extend_from_slice(&[0; 300]);
+        log.extend_from_slice(b"(EngineCore_DP0 pid=2) INFO 01-28 14:02:26 [core.py:96] Initializing a V1 LLM engine (v0.15.1) with config: x\n");
+        let b = boundaries(&log);
+        assert_eq!(b.len(), 1, "{b:?}");
+        assert_eq!(b[0].mark, Mark::Usage);
     }
 }
