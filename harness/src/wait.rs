@@ -1,5 +1,6 @@
-//! Bounded waiting: poll a condition until it gives a value or a bound passes. Every wait on
-//! another process or a file goes through here, so none can stall forever.
+//! Bounded waiting: poll a condition until it gives a value or a bound passes, so a wait on
+//! another process or a file cannot stall forever. (The launcher's own loops — `stop`'s
+//! escalation, `follow` — keep their bounds inline: they act between polls.)
 
 use std::time::{Duration, Instant};
 

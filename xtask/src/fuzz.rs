@@ -133,7 +133,16 @@ pub fn run(a: FuzzArgs) -> Result<i32> {
         },
     };
     let started = Instant::now();
-    let bin_dir = build(&fuzz, engine, &a.sanitizer)?;
+    let (engine, bin_dir) = match build(&fuzz, engine, &a.sanitizer) {
+        Ok(dir) => (engine, dir),
+        // Chosen automatically, libFuzzer may still fail to build (a nightly that cannot
+        // compile libFuzzer's C++): the stable loop then runs the same targets.
+        Err(e) if engine == Engine::LibFuzzer && a.engine == "auto" => {
+            eprintln!("==> {e:#}: using the stable loop instead");
+            (Engine::Stable, build(&fuzz, Engine::Stable, &a.sanitizer)?)
+        }
+        Err(e) => return Err(e),
+    };
     let build_secs = started.elapsed().as_secs_f64();
 
     let logs = fuzz.join("target/logs");
@@ -195,7 +204,10 @@ fn root() -> PathBuf {
 /// forced onto it.
 fn rustup_cargo() -> Command {
     let mut c = Command::new("cargo");
-    c.env_remove("RUSTUP_TOOLCHAIN").env_remove("CARGO");
+    c.env_remove("RUSTUP_TOOLCHAIN")
+        .env_remove("CARGO")
+        // Asking whether nightly is there must not download it.
+        .env("RUSTUP_AUTO_INSTALL", "0");
     c
 }
 
@@ -242,6 +254,7 @@ fn build(fuzz: &Path, engine: Engine, sanitizer: &str) -> Result<PathBuf> {
                 .current_dir(fuzz)
                 .args([
                     "build",
+                    "--locked",
                     "--release",
                     "--no-default-features",
                     "--example",
@@ -259,8 +272,12 @@ fn build(fuzz: &Path, engine: Engine, sanitizer: &str) -> Result<PathBuf> {
 }
 
 fn host_triple() -> Result<String> {
-    let out = rustup_cargo()
-        .args(["+nightly", "rustc", "-vV"])
+    let mut rustc = Command::new("rustc");
+    rustc
+        .env_remove("RUSTUP_TOOLCHAIN")
+        .env("RUSTUP_AUTO_INSTALL", "0");
+    let out = rustc
+        .args(["+nightly", "-vV"])
         .output()
         .ok()
         .filter(|o| o.status.success())

@@ -165,10 +165,7 @@ pub fn launch(a: LaunchArgs) -> anyhow::Result<ExitCode> {
         Err(e) => return fail(ExitCode::NoInput, e),
     };
     if json {
-        println!(
-            "{}",
-            render::escape_json_controls(&serde_json::to_string_pretty(&r)?)
-        );
+        println!("{}", render::json_pretty(&r)?);
     } else {
         for h in &r.holders {
             eprintln!("faultkit:   {h}");
@@ -296,7 +293,7 @@ pub fn stop(a: StopArgs) -> anyhow::Result<ExitCode> {
             if a.json {
                 println!(
                     "{}",
-                    serde_json::to_string_pretty(&serde_json::json!({
+                    render::json_pretty(&serde_json::json!({
                         "schema": "faultkit.stop/1", "id": rec.id, "report": rep
                     }))?
                 );
@@ -339,10 +336,7 @@ pub fn status(a: StatusArgs) -> anyhow::Result<ExitCode> {
         .as_ref()
         .map_or(ExitCode::Inconclusive, |v| v.exit_code());
     if a.json {
-        println!(
-            "{}",
-            render::escape_json_controls(&serde_json::to_string_pretty(&r)?)
-        );
+        println!("{}", render::json_pretty(&r)?);
         return Ok(code);
     }
     let Some(id) = &r.id else {
@@ -392,10 +386,7 @@ pub fn follow(a: FollowArgs) -> anyhow::Result<ExitCode> {
         Err(e) => return fail(ExitCode::NoInput, format!("{}: {e}", a.log.display())),
     };
     if a.json {
-        println!(
-            "{}",
-            render::escape_json_controls(&serde_json::to_string_pretty(&v)?)
-        );
+        println!("{}", render::json_pretty(&v)?);
     } else {
         print!("{}", render::human(&v, color()));
     }

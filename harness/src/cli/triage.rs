@@ -7,11 +7,6 @@ use harness::triage::{self, render, ExitCode, LaunchSel, Options, Output, RuleSe
 
 use super::fail;
 
-/// JSON as printed: exact, and with no raw control character for a terminal to act on.
-fn json(s: &str) -> std::borrow::Cow<'_, str> {
-    render::escape_json_controls(s)
-}
-
 /// Name the root cause of a vLLM launch failure in a log file (or `-` for stdin).
 ///
 /// Reads the newest launch unless --launch or --pid says otherwise. Prints the status, the
@@ -137,8 +132,8 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     };
     let mut w = stdout.lock();
     match (&out, a.json) {
-        (Output::One(v), true) => writeln!(w, "{}", json(&serde_json::to_string_pretty(v)?))?,
-        (Output::All(vs), true) => writeln!(w, "{}", json(&serde_json::to_string_pretty(vs)?))?,
+        (Output::One(v), true) => writeln!(w, "{}", render::json_pretty(v)?)?,
+        (Output::All(vs), true) => writeln!(w, "{}", render::json_pretty(vs)?)?,
         (Output::One(v), false) => write!(w, "{}", render::human(v, color))?,
         (Output::All(vs), false) => {
             for (i, v) in vs.iter().enumerate() {

@@ -774,9 +774,9 @@ pub fn follow(
     let mut last_growth = Instant::now();
     let mut dirty = true;
     loop {
-        if let Some(g) = replaced_file(path, &f) {
+        if replaced(path, &f) {
             // A new file under the name (`mv vllm.log old.log; vllm serve > vllm.log`).
-            f = g;
+            f = File::open(path)?;
             bytes.clear();
             dirty = true;
         } else if rewritten(&f, &bytes) {
@@ -793,6 +793,15 @@ pub fn follow(
             bytes.extend_from_slice(&buf[..n]);
             last_growth = Instant::now();
             dirty = true;
+        }
+        // Replaced or rewritten while we read: what we hold mixes two files; start over at
+        // the next poll (the top of the loop resets), within the timeout.
+        if (replaced(path, &f) || rewritten(&f, &bytes))
+            && start.elapsed() < timeout
+            && !stop.load(Ordering::Relaxed)
+        {
+            std::thread::sleep(Duration::from_millis(LOG_POLL_MS));
+            continue;
         }
         // Whole lines only: a line being written is not evidence yet.
         let upto = memchr::memrchr(b'\n', &bytes).map_or(0, |i| i + 1);
@@ -831,16 +840,16 @@ pub fn follow(
     }
 }
 
-/// The file now at `path`, when it is not the one `f` has open (replaced by a rename, or
-/// deleted and created again). A path that vanished keeps the old file: it may come back.
-fn replaced_file(path: &Path, f: &File) -> Option<File> {
+/// Whether `path` now names another file than the one `f` has open (replaced by a rename, or
+/// deleted and created again) and that file has something in it: a new, still empty file
+/// beside an old one still written (logrotate's `create`) is not worth switching to yet. A
+/// path that vanished keeps the old file: it may come back.
+fn replaced(path: &Path, f: &File) -> bool {
     use std::os::unix::fs::MetadataExt;
-    let now = std::fs::metadata(path).ok()?;
-    let open = f.metadata().ok()?;
-    if (now.dev(), now.ino()) == (open.dev(), open.ino()) {
-        return None;
-    }
-    File::open(path).ok()
+    let (Ok(now), Ok(open)) = (std::fs::metadata(path), f.metadata()) else {
+        return false;
+    };
+    (now.dev(), now.ino()) != (open.dev(), open.ino()) && now.len() > 0
 }
 
 /// Whether the open file no longer starts with what was read from it: it shrank, or was
@@ -852,12 +861,14 @@ fn rewritten(f: &File, bytes: &[u8]) -> bool {
     if len < bytes.len() as u64 {
         return true;
     }
+    // Its first bytes, and the last ones read (a rewrite may start the same way).
     let n = bytes.len().min(HEAD);
-    let mut head = [0u8; HEAD];
-    match f.read_exact_at(&mut head[..n], 0) {
-        Ok(()) => head[..n] != bytes[..n],
+    let mut got = [0u8; HEAD];
+    let mut differs = |at: usize| match f.read_exact_at(&mut got[..n], at as u64) {
+        Ok(()) => got[..n] != bytes[at..at + n],
         Err(_) => true,
-    }
+    };
+    differs(0) || differs(bytes.len() - n)
 }
 
 /// A fresh launch id: 8 hex digits from the kernel's random source.

@@ -578,9 +578,14 @@ fn text_truth_quiet(s: &Scenario, seed: u64) -> Truth {
 fn wait_end(host: &mut Host, rec: &Record, log: &Path) -> Result<(), String> {
     let url = launch::health::HealthUrl::for_port(host.port);
     let _ = log;
-    wait_for(
-        || leader_exited(&mut host.leaders, rec) || launch::health::probe(&url) == Some(200),
+    crate::wait::until(
+        Duration::from_millis(STEP_TIMEOUT_MS),
+        Duration::from_millis(POLL_MS * 4),
         "the relaunch to exit or become ready",
+        || {
+            (leader_exited(&mut host.leaders, rec) || launch::health::probe(&url) == Some(200))
+                .then_some(())
+        },
     )
 }
 

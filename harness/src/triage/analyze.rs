@@ -94,7 +94,7 @@ fn defer_to_the_dead(order: &mut [usize], cands: &[Candidate], records: &[Record
                 && records[d.record]
                     .process
                     .as_deref()
-                    .is_some_and(|p| names_process(report, p))
+                    .is_some_and(|p| reported_dead(report).any(|dead| dead == p))
         });
         match deeper {
             Some(pos) => order[..=pos].rotate_right(1),
@@ -103,11 +103,23 @@ fn defer_to_the_dead(order: &mut [usize], cands: &[Candidate], records: &[Record
     }
 }
 
-/// Whether `text` names process `name` as a word (`EngineCore_DP0`, not `EngineCore_DP01`).
-fn names_process(text: &str, name: &str) -> bool {
-    let word = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
-    text.match_indices(name)
-        .any(|(at, _)| !text[..at].ends_with(word) && !text[at + name.len()..].starts_with(word))
+/// The processes a supervisor's report says died: `… proc NAME died …` and
+/// `Failed core proc(s): {'NAME': 1, …}`.
+fn reported_dead(report: &str) -> impl Iterator<Item = &str> {
+    let named = report
+        .split(" proc ")
+        .skip(1)
+        .filter_map(|rest| rest.split_once(" died").map(|(name, _)| name))
+        .filter(|name| !name.is_empty() && !name.contains(' '));
+    let listed = report
+        .split_once("proc(s): {")
+        .map(|(_, rest)| rest.split('}').next().unwrap_or(""))
+        .into_iter()
+        .flat_map(|list| list.split(','))
+        .filter_map(|item| item.split(':').next())
+        .map(|name| name.trim().trim_matches(['\'', '"']))
+        .filter(|name| !name.is_empty());
+    named.chain(listed)
 }
 
 /// Which stage of vLLM a record comes from: 0 worker, 1 engine core, 2 API server.
@@ -739,5 +751,25 @@ mod tests {
             panic!("one verdict")
         };
         assert_eq!(v.root_cause.expect("a root cause").line, 3);
+    }
+
+    #[test]
+    fn the_dead_are_read_from_the_report() {
+        fn names(r: &str) -> Vec<&str> {
+            super::reported_dead(r).collect()
+        }
+        assert_eq!(
+            names("Engine core proc EngineCore_DP0 died unexpectedly, shutting down client."),
+            ["EngineCore_DP0"]
+        );
+        assert_eq!(
+            names("Engine core initialization failed. See root cause above. Failed core proc(s): {'EngineCore_DP0': 1, 'EngineCore_DP1': 1}"),
+            ["EngineCore_DP0", "EngineCore_DP1"]
+        );
+        // `Worker` as a word is no process name.
+        assert_eq!(
+            names("Worker proc VllmWorker-3 died unexpectedly"),
+            ["VllmWorker-3"]
+        );
     }
 }

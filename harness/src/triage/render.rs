@@ -51,6 +51,11 @@ pub fn escape_json_controls(json: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// `value` as pretty JSON for a terminal: [`escape_json_controls`] applied.
+pub fn json_pretty<T: serde::Serialize + ?Sized>(value: &T) -> serde_json::Result<String> {
+    serde_json::to_string_pretty(value).map(|j| escape_json_controls(&j).into_owned())
+}
+
 fn json_escapes(c: char) -> bool {
     c == '\u{7f}'
         || ('\u{80}'..'\u{a0}').contains(&c)
