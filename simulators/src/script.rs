@@ -18,7 +18,7 @@ use crate::record::{Body, Event, Proc};
 use crate::scenario::{NcclFault, Phase, Platform, Signal};
 use crate::seed::{Rng, Seed, SharedRng};
 use crate::selector::{self, Announce, Selection};
-use crate::traceback::{exception_line_index, Traceback};
+use crate::traceback::{exception_line_index, exception_message, Traceback};
 use crate::version::Version;
 
 mod cpu;
@@ -2029,14 +2029,7 @@ fn rpc_failure(b: &mut Builder<'_>, workers: &[usize], eng: usize, api_pid: u32,
     let tb = Traceback::new(err.to_string()).with(p, "mp_rpc");
     b.log_exception(w, "worker_hit_exception", &tb, true);
     b.set_time(eng, b.now(w).plus_ms(b.rng.range(5, 80)));
-    let short = err
-        .split('\n')
-        .next()
-        .unwrap_or("")
-        .split_once(": ")
-        .map(|x| x.1)
-        .unwrap_or("")
-        .to_string();
+    let short = exception_message(err);
     let exc = b.fill(p.error("worker_rpc_failed"), &[("error", short)]);
     let tb = Traceback::new(exc)
         .with(p, "engine_core_init")
@@ -2758,14 +2751,7 @@ fn v0_launch(
         b.advance_ms(eng, 500, 3000);
         let tb = Traceback::new(exc.clone()).with(p, stack);
         // MQLLMEngine: logger.exception(e) then raise → message line, traceback, then bootstrap.
-        let first_line = exc
-            .split('\n')
-            .next()
-            .unwrap_or("")
-            .split_once(": ")
-            .map(|x| x.1)
-            .unwrap_or("")
-            .to_string();
+        let first_line = exception_message(&exc);
         let spec = p.msg("v0_engine_error").cloned();
         if let Some(spec) = spec {
             let text = format!("{first_line}\n{}", {

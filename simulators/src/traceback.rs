@@ -100,6 +100,15 @@ pub fn exception_line_index(text: &str, exception: &str) -> usize {
     start + statement_offset(exception)
 }
 
+/// The message of an exception's first line (`ValueError: bad` → `bad`; empty without one).
+pub fn exception_message(exception: &str) -> String {
+    exception
+        .split('\n')
+        .next()
+        .and_then(|l| l.split_once(": "))
+        .map_or(String::new(), |(_, m)| m.to_string())
+}
+
 /// Which line of a (multi-line) exception text states the cause.
 pub fn statement_offset(exception: &str) -> usize {
     let mut lines = exception.split('\n');

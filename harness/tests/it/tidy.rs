@@ -122,7 +122,12 @@ fn no_stubs_or_hidden_failures() {
     }
     for f in files {
         let text = std::fs::read_to_string(&f).unwrap();
-        for banned in ["todo!(", "unimplemented!(", "#[ignore"] {
+        // Spelled in pieces, so this file does not contain what it bans.
+        for banned in [
+            concat!("todo", "!("),
+            concat!("unimplemented", "!("),
+            concat!("#[", "ignore"),
+        ] {
             assert!(
                 !text.contains(banned) || f.ends_with("tidy.rs"),
                 "{} contains `{banned}`",

@@ -92,24 +92,7 @@ impl Hub {
         };
         self.changed.notify_all();
         // Frames until the machine goes away.
-        loop {
-            let mut head = String::new();
-            match reader.read_line(&mut head) {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {}
-            }
-            let mut w = head.split_whitespace();
-            let (Some("OUT"), Some(stream), Some(len)) = (w.next(), w.next(), w.next()) else {
-                break;
-            };
-            let len: usize = len.parse().unwrap_or(usize::MAX);
-            if len > FRAME_BYTES_MAX {
-                break;
-            }
-            let mut buf = vec![0u8; len];
-            if reader.read_exact(&mut buf).is_err() {
-                break;
-            }
+        while let Some((stream, buf)) = read_frame(&mut reader, "OUT") {
             forward(if stream == "2" { 2 } else { 1 }, &buf);
         }
         self.state
@@ -210,24 +193,8 @@ pub fn agent(args: &[String]) -> i32 {
     }
     let mut children: Vec<Child> = Vec::new();
     let mut reader = BufReader::new(conn);
-    loop {
-        let mut head = String::new();
-        match reader.read_line(&mut head) {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {}
-        }
-        let mut w = head.split_whitespace();
-        let (Some("SPAWN"), Some(role), Some(len)) = (w.next(), w.next(), w.next()) else {
-            break;
-        };
-        let len: usize = len.parse().unwrap_or(usize::MAX);
-        if len > FRAME_BYTES_MAX {
-            break;
-        }
-        let mut buf = vec![0u8; len];
-        if reader.read_exact(&mut buf).is_err() {
-            break;
-        }
+    while let Some((role, buf)) = read_frame(&mut reader, "SPAWN") {
+        let role = role.as_str();
         let env: Vec<(String, String)> = serde_json::from_slice(&buf).unwrap_or_default();
         match start_actor(role, &env, &writer) {
             Ok(c) => children.push(c),
@@ -240,6 +207,27 @@ pub fn agent(args: &[String]) -> i32 {
         let _ = c.wait();
     }
     0
+}
+
+/// One frame `KIND TAG LEN\n` + LEN bytes: (TAG, bytes). None at the end of the stream, or on
+/// anything else (another kind, a bad or too large length).
+fn read_frame(reader: &mut impl BufRead, kind: &str) -> Option<(String, Vec<u8>)> {
+    let mut head = String::new();
+    if reader.read_line(&mut head).ok()? == 0 {
+        return None;
+    }
+    let mut w = head.split_whitespace();
+    if w.next()? != kind {
+        return None;
+    }
+    let tag = w.next()?.to_string();
+    let len: usize = w.next()?.parse().ok()?;
+    if len > FRAME_BYTES_MAX {
+        return None;
+    }
+    let mut buf = vec![0u8; len];
+    reader.read_exact(&mut buf).ok()?;
+    Some((tag, buf))
 }
 
 fn start_actor(

@@ -15,7 +15,7 @@ use crate::clock::SimTime;
 use crate::deploy::{CpuOp, Failure};
 use crate::record::Body;
 use crate::scenario::Platform;
-use crate::traceback::{exception_line_index, Traceback};
+use crate::traceback::{exception_line_index, exception_message, Traceback};
 
 /// What `import vllm._C` says on a host without the CUDA driver.
 const LIBCUDA_MISSING: &str =
@@ -436,14 +436,7 @@ pub(super) fn v0_launch(mut b: Builder<'_>, failure: Option<Failure>, api_pid: u
 /// that the engine process failed to start.
 fn v0_engine_error(b: &mut Builder<'_>, eng: usize, exc: &str, tb: &Traceback, root: bool) {
     let p = b.p;
-    let message = exc
-        .split('\n')
-        .next()
-        .unwrap_or("")
-        .split_once(": ")
-        .map(|x| x.1)
-        .unwrap_or("")
-        .to_string();
+    let message = exception_message(exc);
     if let Some(spec) = p.msg("v0_engine_error").cloned() {
         let text = format!("{message}\n{}", tb.render(p));
         let mark = exception_line_index(&text, exc);
