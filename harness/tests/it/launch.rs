@@ -547,7 +547,7 @@ fn ssh_target_runs_the_same_launch_with_every_argument_intact() {
     std::os::unix::fs::PermissionsExt::set_mode(&mut perm, 0o755);
     std::fs::set_permissions(&shim, perm).unwrap();
     let port = free_port();
-    let name = "it's a \"model\"; $(touch pwned) `x` *";
+    let name = "it's a \"model\";\n $(touch pwned) `x` * \\";
     h.faultkit()
         .args(["launch", "--target", "ssh:gpu1", "--remote-faultkit"])
         .arg(assert_cmd::cargo::cargo_bin("faultkit"))
