@@ -17,13 +17,13 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use simulators::scenario::{Fault, Phase};
-use simulators::{Scenario, Seed, SimOptions, Truth};
+use simulators::{Scenario, Truth};
 use testcontainers::core::{CmdWaitFor, ExecCommand, Mount};
 use testcontainers::runners::SyncRunner;
 use testcontainers::{Container, GenericImage, ImageExt};
 
 use super::compare::{Mismatch, Observed};
-use super::process::ProcessRun;
+use super::process::{text_truth, ProcessRun};
 use super::snapshot;
 use crate::triage::{self, render, Options, Output, Verdict};
 
@@ -102,20 +102,24 @@ fn exec(c: &Host, argv: &[&str]) -> Result<(i64, String, String), String> {
     Ok((code, out, errs))
 }
 
-fn sh(c: &Host, script: &str) -> Result<(i64, String, String), String> {
-    exec(c, &["sh", "-c", script])
+/// `faultkit launch --ready-timeout 120 --json -- <the scenario's command>`.
+fn launch_argv(s: &Scenario) -> Result<Vec<String>, String> {
+    let mut argv: Vec<String> = [
+        "faultkit",
+        "launch",
+        "--ready-timeout",
+        "120",
+        "--json",
+        "--",
+    ]
+    .map(String::from)
+    .to_vec();
+    argv.extend(serve_command(s)?);
+    Ok(argv)
 }
 
-fn text_truth(s: &Scenario, seed: u64, dir: &Path) -> Result<Truth, String> {
-    let opts = SimOptions {
-        seed: Seed(seed),
-        size_bytes: None,
-        vllm: None,
-    };
-    let (bytes, truth) = simulators::simulate_to_vec(s, &opts);
-    std::fs::write(dir.join("text.log"), bytes).map_err(|e| err("writing text.log", e))?;
-    std::fs::write(dir.join("truth.json"), truth.to_json()).map_err(|e| err("writing truth", e))?;
-    Ok(truth)
+fn sh(c: &Host, script: &str) -> Result<(i64, String, String), String> {
+    exec(c, &["sh", "-c", script])
 }
 
 fn verdict_of(bytes: &[u8]) -> Verdict {
@@ -411,16 +415,8 @@ fn node_loss_flow(s: &Scenario, dir: &Path, lost: u32) -> Result<Played, String>
         workers.push(w);
     }
     let mut extra = Vec::new();
-    let argv = serve_command(s)?;
-    let mut launch: Vec<&str> = vec![
-        "faultkit",
-        "launch",
-        "--ready-timeout",
-        "120",
-        "--json",
-        "--",
-    ];
-    launch.extend(argv.iter().map(String::as_str));
+    let launch = launch_argv(s)?;
+    let launch: Vec<&str> = launch.iter().map(String::as_str).collect();
     let (code, out, errs) = exec(&head, &launch)?;
     let r: serde_json::Value =
         serde_json::from_str(&out).map_err(|e| format!("launch ({code}): {e}: {errs}"))?;
@@ -495,16 +491,8 @@ fn container_ip(id: &str, net: &str) -> Result<String, String> {
 fn host_restart(s: &Scenario, dir: &Path) -> Result<Played, String> {
     let c = start_host(s, dir, FAST_SCALE, true)?;
     let mut extra = Vec::new();
-    let argv = serve_command(s)?;
-    let mut launch: Vec<&str> = vec![
-        "faultkit",
-        "launch",
-        "--ready-timeout",
-        "120",
-        "--json",
-        "--",
-    ];
-    launch.extend(argv.iter().map(String::as_str));
+    let launch = launch_argv(s)?;
+    let launch: Vec<&str> = launch.iter().map(String::as_str).collect();
     let (code, out, errs) = exec(&c, &launch)?;
     if code != 0 {
         return Err(format!("first launch failed ({code}): {out}{errs}"));

@@ -287,7 +287,8 @@ pub fn run(s: &Scenario, seed: u64, dir: &Path) -> Result<ProcessRun, String> {
     })
 }
 
-fn text_truth(s: &Scenario, seed: u64, dir: &Path) -> Result<Truth, String> {
+/// The text simulation of `s` beside a played run: `text.log` and `truth.json` in `dir`.
+pub(super) fn text_truth(s: &Scenario, seed: u64, dir: &Path) -> Result<Truth, String> {
     let opts = SimOptions {
         seed: Seed(seed),
         size_bytes: None,
