@@ -491,6 +491,12 @@ fn container_ip(id: &str, net: &str) -> Result<String, String> {
 fn host_restart(s: &Scenario, dir: &Path) -> Result<Played, String> {
     let c = start_host(s, dir, FAST_SCALE, true)?;
     let mut extra = Vec::new();
+    // The host has run a while before the launch (pids are used up), so after the restart,
+    // when pids start again from 1, the launch's pid lies ahead of whatever boots first.
+    sh(
+        &c,
+        "i=0; while [ $i -lt 64 ]; do true & i=$((i+1)); done; wait",
+    )?;
     let launch = launch_argv(s)?;
     let launch: Vec<&str> = launch.iter().map(String::as_str).collect();
     let (code, out, errs) = exec(&c, &launch)?;
