@@ -290,8 +290,25 @@ impl<'a> Builder<'a> {
         let msg = self.fill(&spec.text, &[]);
         let tb_text = tb.render(self.p);
         let text = format!("{msg}\n{tb_text}");
-        let mark = exception_line_index(&text, &tb.exception);
-        let idx = self.push(
+        let idx = self.push_exception_log(proc, &spec, text, &tb.exception, root);
+        if root {
+            self.root = Some(idx);
+        }
+        Some(idx)
+    }
+
+    /// `text` (ending in `exception`) as one record of message `spec`; with `marked`, the line
+    /// stating the exception is marked as the record's root-cause line. Returns the event.
+    fn push_exception_log(
+        &mut self,
+        proc: usize,
+        spec: &crate::profile::MsgSpec,
+        text: String,
+        exception: &str,
+        marked: bool,
+    ) -> usize {
+        let mark = exception_line_index(&text, exception);
+        self.push(
             proc,
             Body::Log {
                 level: spec.level.clone(),
@@ -299,12 +316,8 @@ impl<'a> Builder<'a> {
                 line: spec.line().to_string(),
                 text,
             },
-            if root { Some(mark) } else { None },
-        );
-        if root {
-            self.root = Some(idx);
-        }
-        Some(idx)
+            marked.then_some(mark),
+        )
     }
 
     /// An uncaught traceback written to stderr (prefixed if decorated, no header).
@@ -2759,17 +2772,7 @@ fn v0_launch(
                 t.frames = tb.frames[3..].to_vec();
                 t.render(p)
             });
-            let mark = exception_line_index(&text, &exc);
-            let idx = b.push(
-                eng,
-                Body::Log {
-                    level: spec.level.clone(),
-                    file: spec.file().to_string(),
-                    line: spec.line().to_string(),
-                    text,
-                },
-                Some(mark),
-            );
+            let idx = b.push_exception_log(eng, &spec, text, &exc, true);
             b.root = Some(idx);
         }
         b.stderr_traceback(eng, Some("Process SpawnProcess-1:"), &tb, false);

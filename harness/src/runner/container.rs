@@ -24,8 +24,7 @@ use testcontainers::{Container, GenericImage, ImageExt};
 
 use super::compare::{Mismatch, Observed};
 use super::process::{text_truth, ProcessRun};
-use super::snapshot;
-use crate::triage::{self, render, Options, Output, Verdict};
+use crate::triage::{self, Options, Output, Verdict};
 
 /// The fake GPU host image.
 pub const IMAGE_NAME: &str = "faultkit/gpu-host";
@@ -175,16 +174,7 @@ pub fn run(s: &Scenario, seed: u64, dir: &Path) -> Result<ProcessRun, String> {
     } else {
         return inside(s, seed, dir, truth);
     };
-    let mut observed = super::adapter::observed_from_verdict(&verdict);
-    observed.line = None;
-    let _ = std::fs::write(dir.join("verdict.txt"), render::human(&verdict, false));
-    Ok(ProcessRun {
-        truth,
-        observed,
-        report: snapshot::render(&verdict),
-        log,
-        extra,
-    })
+    Ok(ProcessRun::new(truth, &verdict, log, extra, dir))
 }
 
 /// The process runner's sequence, played inside the container.

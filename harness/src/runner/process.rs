@@ -49,6 +49,29 @@ pub struct ProcessRun {
     pub extra: Vec<Mismatch>,
 }
 
+impl ProcessRun {
+    /// A played run's result from the verdict on its log (also written to `dir/verdict.txt`).
+    pub(super) fn new(
+        truth: Truth,
+        verdict: &Verdict,
+        log: PathBuf,
+        extra: Vec<Mismatch>,
+        dir: &Path,
+    ) -> ProcessRun {
+        let mut observed = adapter::observed_from_verdict(verdict);
+        // Line numbers differ between a text and a process run: not scored.
+        observed.line = None;
+        let _ = std::fs::write(dir.join("verdict.txt"), render::human(verdict, false));
+        ProcessRun {
+            truth,
+            observed,
+            report: snapshot::render(verdict),
+            log,
+            extra,
+        }
+    }
+}
+
 /// Finds the `fake-vllm` binary: `$FAULTKIT_FAKE_VLLM`, else beside this executable (or its
 /// parent directory, for test binaries in `deps/`).
 pub fn fake_vllm() -> Result<PathBuf, String> {
@@ -274,17 +297,7 @@ pub fn run(s: &Scenario, seed: u64, dir: &Path) -> Result<ProcessRun, String> {
         std::fs::copy(&log, &copy).map_err(|e| io_err("copying the server log", e))?;
         copy
     };
-    let mut observed = adapter::observed_from_verdict(&verdict);
-    // Line numbers differ between a text and a process run: not scored.
-    observed.line = None;
-    let _ = std::fs::write(dir.join("verdict.txt"), render::human(&verdict, false));
-    Ok(ProcessRun {
-        truth,
-        observed,
-        report: snapshot::render(&verdict),
-        log,
-        extra,
-    })
+    Ok(ProcessRun::new(truth, &verdict, log, extra, dir))
 }
 
 /// The text simulation of `s` beside a played run: `text.log` and `truth.json` in `dir`.

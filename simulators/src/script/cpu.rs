@@ -395,17 +395,7 @@ pub(super) fn v0_launch(mut b: Builder<'_>, failure: Option<Failure>, api_pid: u
             if let Some(spec) = spec {
                 let msg = b.fill(&spec.text, &[("method", "init_device".into())]);
                 let text = format!("{msg}\n{}", tb.render(p));
-                let mark = exception_line_index(&text, &exc);
-                let idx = b.push(
-                    w,
-                    Body::Log {
-                        level: spec.level.clone(),
-                        file: spec.file().to_string(),
-                        line: spec.line().to_string(),
-                        text,
-                    },
-                    Some(mark),
-                );
+                let idx = b.push_exception_log(w, &spec, text, &exc, true);
                 if !root_set {
                     b.root = Some(idx);
                     root_set = true;
@@ -439,17 +429,7 @@ fn v0_engine_error(b: &mut Builder<'_>, eng: usize, exc: &str, tb: &Traceback, r
     let message = exception_message(exc);
     if let Some(spec) = p.msg("v0_engine_error").cloned() {
         let text = format!("{message}\n{}", tb.render(p));
-        let mark = exception_line_index(&text, exc);
-        let idx = b.push(
-            eng,
-            Body::Log {
-                level: spec.level.clone(),
-                file: spec.file().to_string(),
-                line: spec.line().to_string(),
-                text,
-            },
-            root.then_some(mark),
-        );
+        let idx = b.push_exception_log(eng, &spec, text, exc, root);
         if root {
             b.root = Some(idx);
         }
