@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use harness::launch::{self, LaunchOptions};
-use simulators::fake::FakeHost;
+use fake_vllm::FakeHost;
+use launch::{self, LaunchOptions};
 
 const ROOT_LINE: &[u8] = b"ValueError: No valid attention backend found";
 

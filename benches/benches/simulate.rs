@@ -4,13 +4,13 @@
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use simulators::{Seed, SimOptions};
+use generator::{Seed, SimOptions};
 
 const BYTES: u64 = 256 << 20;
 
 fn bench(c: &mut Criterion) {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
-    let s = harness::catalog::ScenarioDir { root }
+    let s = runner::catalog::ScenarioDir { root }
         .find("serving-worker-killed")
         .expect("scenario");
     let mut g = c.benchmark_group("simulate");
@@ -25,7 +25,7 @@ fn bench(c: &mut Criterion) {
                 size_bytes: Some(BYTES),
                 vllm: None,
             };
-            simulators::simulate(&s, &opts, &mut std::io::sink()).expect("simulate")
+            generator::simulate(&s, &opts, &mut std::io::sink()).expect("simulate")
         })
     });
     g.finish();

@@ -9,13 +9,13 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use harness::triage::{self, grammar, Options};
+use triage::{self, grammar, Options};
 
 const FRAMING_BYTES: usize = 64 << 20;
 
-fn mapped(path: &std::path::Path) -> harness::mapped::Mapped {
+fn mapped(path: &std::path::Path) -> faultkit::mapped::Mapped {
     let f = std::fs::File::open(path).expect("bench input");
-    harness::mapped::map(&f).expect("map")
+    faultkit::mapped::map(&f).expect("map")
 }
 
 fn bench(c: &mut Criterion) {

@@ -6,7 +6,7 @@ use std::process::Command;
 
 /// Builds the fake server in this profile if it is not beside the bench binary yet.
 pub fn fake_vllm() -> PathBuf {
-    if let Ok(p) = harness::runner::process::fake_vllm() {
+    if let Ok(p) = runner::process::fake_vllm() {
         return p;
     }
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
@@ -14,18 +14,18 @@ pub fn fake_vllm() -> PathBuf {
         .ok()
         .is_some_and(|p| p.ancestors().any(|a| a.ends_with("release")));
     let mut c = Command::new(cargo);
-    c.args(["build", "--quiet", "--package", "simulators", "--bins"]);
+    c.args(["build", "--quiet", "--package", "fake-vllm", "--bins"]);
     if release {
         c.arg("--release");
     }
     let ok = c.status().is_ok_and(|s| s.success());
     assert!(ok, "building fake-vllm failed");
-    harness::runner::process::fake_vllm().expect("fake-vllm was just built")
+    runner::process::fake_vllm().expect("fake-vllm was just built")
 }
 
-/// A fake GPU host with every model preset (see `simulators::fake::FakeHost`).
-pub fn fake_host(dir: &Path, gpu: &str, count: u32) -> simulators::fake::FakeHost {
-    let h = simulators::fake::FakeHost::create(dir, &fake_vllm(), gpu, count).expect("fake host");
+/// A fake GPU host with every model preset (see `fake_vllm::FakeHost`).
+pub fn fake_host(dir: &Path, gpu: &str, count: u32) -> fake_vllm::FakeHost {
+    let h = fake_vllm::FakeHost::create(dir, &fake_vllm(), gpu, count).expect("fake host");
     h.add_all_models().expect("model dirs");
     h
 }
@@ -36,7 +36,7 @@ pub mod inputs {
     use std::io::Write as _;
     use std::path::{Path, PathBuf};
 
-    use simulators::{Scenario, Seed, SimOptions};
+    use generator::{Scenario, Seed, SimOptions};
 
     /// 1 GiB, one TP=8 launch serving traffic, a worker SIGKILLed near the end.
     pub const FULL_BYTES: u64 = 1 << 30;
@@ -56,7 +56,7 @@ pub mod inputs {
 
     fn scenario(name: &str) -> Scenario {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
-        let dir = harness::catalog::ScenarioDir { root };
+        let dir = runner::catalog::ScenarioDir { root };
         dir.find(name).expect("bench scenario exists")
     }
 
@@ -75,7 +75,7 @@ pub mod inputs {
             size_bytes: Some(size),
             vllm: None,
         };
-        simulators::simulate(&scenario(name), &opts, &mut w).expect("simulate");
+        generator::simulate(&scenario(name), &opts, &mut w).expect("simulate");
         w.flush().expect("flush");
         drop(w);
         std::fs::rename(&tmp, &path).expect("rename");

@@ -11,12 +11,12 @@ pub mod mutate;
 
 use std::path::Path;
 
-use harness::triage::grammar;
-use harness::triage::render;
-use harness::triage::scan::{self, Candidates, Scan, WindowedLines, LINE_BYTES_MAX};
-use harness::triage::{LaunchSel, Options, Output, Verdict};
-use simulators::deploy::Deployment;
-use simulators::Scenario;
+use triage::grammar;
+use triage::render;
+use triage::scan::{self, Candidates, Scan, WindowedLines, LINE_BYTES_MAX};
+use triage::{LaunchSel, Options, Output, Verdict};
+use generator::deploy::Deployment;
+use generator::Scenario;
 
 /// vLLM releases the simulator has a profile for.
 const VERSIONS: &[&str] = &["0.6.4", "0.8.5", "0.10.2", "0.15.1", "0.18.1"];
@@ -92,7 +92,7 @@ pub fn triage(data: &[u8]) {
         explain: selector & 1 == 1,
         ..Options::default()
     };
-    check_output(harness::triage::triage(data, &default));
+    check_output(triage::triage(data, &default));
     let other = match (selector >> 1) % 3 {
         0 => Options {
             launch: LaunchSel::All,
@@ -107,7 +107,7 @@ pub fn triage(data: &[u8]) {
             ..Options::default()
         },
     };
-    check_output(harness::triage::triage(data, &other));
+    check_output(triage::triage(data, &other));
 }
 
 /// Scenario files: `Scenario::from_toml` on the input (as lossy UTF-8), and on a known-good
@@ -129,8 +129,8 @@ pub fn scenario(data: &[u8]) {
             );
         }
     }
-    let gpus = simulators::catalog::gpus();
-    let models = simulators::catalog::models();
+    let gpus = generator::catalog::gpus();
+    let models = generator::catalog::models();
     let byte = |i: usize| data.get(i).map_or(0, |&b| usize::from(b));
     let model = match byte(3) % (models.len() + 1) {
         0 => String::new(), // no preset: the model path does not exist on the host
@@ -147,7 +147,7 @@ pub fn scenario(data: &[u8]) {
     if let Ok(s) = Scenario::from_toml(path, &templated) {
         let _ = Deployment::derive(&s, &s.args);
     }
-    let _ = simulators::command::ServeArgs::parse_command(&text);
+    let _ = vllm_argv::ServeArgs::parse_command(&text);
 }
 
 /// Whether `s` is safe to print to a terminal: no C0 control character but newline and tab, no

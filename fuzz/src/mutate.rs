@@ -7,8 +7,8 @@
 //! reach what a coverage-blind loop would otherwise miss: the exact prefixes and headers the
 //! grammar looks for, and the sizes at which limits apply.
 
-use simulators::seed::Rng;
-use simulators::Seed;
+use generator::seed::Rng;
+use generator::Seed;
 
 /// Generated inputs stop growing at this size (a line longer than `LINE_BYTES_MAX` fits twice).
 pub const INPUT_BYTES_MAX: usize = 1 << 20;

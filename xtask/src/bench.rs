@@ -83,9 +83,9 @@ pub fn run(a: BenchArgs) -> Result<i32> {
             "--quiet",
             "--release",
             "--package",
-            "harness",
+            "faultkit",
             "--package",
-            "simulators",
+            "fake-vllm",
             "--bins",
         ])
         .status()?

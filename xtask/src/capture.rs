@@ -17,12 +17,12 @@ use std::fs::{self, File, OpenOptions};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use harness::catalog::ScenarioDir;
-use simulators::scenario::{Fault, Platform};
-use simulators::Scenario;
+use generator::scenario::{Fault, Platform};
+use generator::Scenario;
+use runner::catalog::ScenarioDir;
 
 const MAKE_TINY_MODEL: &str = include_str!("../capture/make_tiny_model.py");
 const PLUGIN_INIT: &str = r#""""faultkit capture: a vLLM platform plugin that selects vLLM's own CPU platform, so a CUDA
@@ -172,8 +172,8 @@ fn make_venv(version: &str) -> Result<PathBuf> {
             "--no-cache-dir",
             &format!("vllm=={version}"),
         ]))?;
-        let old = simulators::Version::parse(version)
-            .is_some_and(|v| v < simulators::Version::new(0, 12, 0));
+        let old = generator::Version::parse(version)
+            .is_some_and(|v| v < generator::Version::new(0, 12, 0));
         if old {
             // transformers 5 breaks these releases on every launch.
             sh(Command::new(venv.join("bin/pip")).args([
@@ -266,18 +266,8 @@ fn start(
 
 /// Waits for `child` up to the run timeout, then kills it.
 fn finish(mut child: Child) -> Result<()> {
-    let start = Instant::now();
-    loop {
-        if child.try_wait()?.is_some() {
-            return Ok(());
-        }
-        if start.elapsed() >= Duration::from_secs(RUN_TIMEOUT_S) {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Ok(());
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    launch::bounded::wait_or_kill(&mut child, Duration::from_secs(RUN_TIMEOUT_S))?;
+    Ok(())
 }
 
 /// Runs one scenario for real; returns the `.cmd` text describing what ran.
@@ -410,11 +400,9 @@ fn label(s: &Scenario, version: &str, log: &Path, old: Option<&Label>) -> Label 
                 .unwrap_or_default(),
         ),
         None => {
-            let v = match harness::triage::triage(&bytes, &harness::triage::Options::default()) {
-                harness::triage::Output::One(v) => v,
-                harness::triage::Output::All(mut vs) => {
-                    vs.pop().unwrap_or_else(harness::triage::Verdict::empty)
-                }
+            let v = match triage::triage(&bytes, &triage::Options::default()) {
+                triage::Output::One(v) => v,
+                triage::Output::All(mut vs) => vs.pop().unwrap_or_else(triage::Verdict::empty),
             };
             let line = v
                 .root_cause

@@ -27,7 +27,7 @@ pub fn build_fake() -> Result<()> {
         .parent()
         .is_some_and(|d| d.ends_with("release"));
     let mut c = cargo();
-    c.args(["build", "--quiet", "--package", "simulators", "--bins"]);
+    c.args(["build", "--quiet", "--package", "fake-vllm", "--bins"]);
     if release {
         c.arg("--release");
     }
@@ -43,9 +43,17 @@ struct Stage {
 
 /// A stage running this xtask (release build) with `args`.
 fn xtask(name: &'static str, args: &[&str]) -> Stage {
+    xtask_with(name, &[], args)
+}
+
+/// A stage running this xtask (release build, with cargo `features`) with `args`.
+fn xtask_with(name: &'static str, features: &[&str], args: &[&str]) -> Stage {
     let mut cmd = cargo();
-    cmd.args(["run", "--quiet", "--release", "--package", "xtask", "--"])
-        .args(args);
+    cmd.args(["run", "--quiet", "--release", "--package", "xtask"]);
+    for f in features {
+        cmd.args(["--features", f]);
+    }
+    cmd.arg("--").args(args);
     Stage { name, cmd }
 }
 
@@ -63,6 +71,7 @@ pub fn run() -> Result<i32> {
         "clippy",
         "--workspace",
         "--all-targets",
+        "--all-features",
         "--",
         "-D",
         "warnings",
@@ -98,12 +107,14 @@ pub fn run() -> Result<i32> {
     for runner in ["process", "container"] {
         let junit = format!("target/scenarios-{runner}.xml");
         let json = format!("target/scenarios-{runner}.json");
-        stages.push(xtask(
-            if runner == "process" {
-                "processes"
-            } else {
-                "containers"
-            },
+        let (name, features): (_, &[&str]) = if runner == "process" {
+            ("processes", &[])
+        } else {
+            ("containers", &["container"])
+        };
+        stages.push(xtask_with(
+            name,
+            features,
             &[
                 "scenario", "--all", "--runner", runner, "--junit", &junit, "--json", &json,
             ],
@@ -148,9 +159,8 @@ pub fn run() -> Result<i32> {
 /// Processes of faultkit launches or the fake server still running, and `/dev/shm` segments
 /// named like the fake's that appeared since `since`.
 fn leftovers(since: std::time::SystemTime) -> Vec<String> {
-    use simulators::procfs;
     let mut out = Vec::new();
-    for p in procfs::all_processes() {
+    for p in procfacts::all_processes() {
         if !p.alive() || p.pid == std::process::id() {
             continue;
         }
@@ -159,7 +169,7 @@ fn leftovers(since: std::time::SystemTime) -> Vec<String> {
             .split(|&b| b == 0)
             .any(|kv| kv.starts_with(b"FAULTKIT_LAUNCH_ID=") || kv.starts_with(b"FAULTKIT_ROLE="));
         if ours {
-            out.push(format!("process {} {}", p.pid, procfs::cmdline(p.pid)));
+            out.push(format!("process {} {}", p.pid, procfacts::cmdline(p.pid)));
         }
     }
     // Containers of the host image, faultkit's networks, and image layers left dangling.

@@ -14,7 +14,7 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use simulators::{Seed, SimOptions};
+use generator::{Seed, SimOptions};
 
 /// Options of `cargo xtask fuzz`.
 #[derive(clap::Args, Debug)]
@@ -485,7 +485,7 @@ fn write_corpus(root: &Path, target: &str) -> Result<(usize, usize)> {
 
 /// Logs to seed from: the seed scenarios simulated with seed 1, and every real log.
 fn logs(root: &Path) -> Result<Vec<(String, Vec<u8>)>> {
-    let dir = harness::catalog::ScenarioDir {
+    let dir = runner::catalog::ScenarioDir {
         root: root.join("scenarios"),
     };
     let mut out = Vec::new();
@@ -493,7 +493,7 @@ fn logs(root: &Path) -> Result<Vec<(String, Vec<u8>)>> {
         let s = dir
             .find(id)
             .with_context(|| format!("seed scenario {id}"))?;
-        let (log, _truth) = simulators::simulate_to_vec(
+        let (log, _truth) = generator::simulate_to_vec(
             &s,
             &SimOptions {
                 seed: Seed(1),
@@ -527,13 +527,13 @@ fn logs(root: &Path) -> Result<Vec<(String, Vec<u8>)>> {
 
 /// Every scenario file, plus a few that are wrong in the ways people get them wrong.
 fn scenario_seeds(root: &Path) -> Result<Vec<(String, Vec<u8>)>> {
-    let dir = harness::catalog::ScenarioDir {
+    let dir = runner::catalog::ScenarioDir {
         root: root.join("scenarios"),
     };
     let mut out = Vec::new();
     for f in dir.files().map_err(|e| anyhow::anyhow!("{e}"))? {
         let bytes = std::fs::read(&f).with_context(|| format!("{}", f.display()))?;
-        let id = harness::catalog::id_of(&f).replace('/', "-");
+        let id = runner::catalog::id_of(&f).replace('/', "-");
         out.push((id, bytes));
     }
     let base = "summary = \"x\"\nvllm = \"0.15.1\"\ncommand = \"vllm serve m -tp 8\"\ngpus = { model = \"h100\", count = 8 }\n";

@@ -59,8 +59,8 @@ pub fn ensure(force: bool) -> Result<String> {
                 .join(b.file_name().expect("a file")),
         )?;
     }
-    for m in simulators::catalog::models() {
-        simulators::fake::write_model_dir(m, &ctx.join("models").join(&m.repo))?;
+    for m in generator::catalog::models() {
+        fake_vllm::write_model_dir(m, &ctx.join("models").join(&m.repo))?;
     }
     copy_scenarios(&root().join("scenarios"), &ctx.join("scenarios"))?;
     let hash = hash_dir(&ctx)?;
@@ -181,9 +181,9 @@ fn build_static() -> Result<Vec<PathBuf>> {
             "--target",
             STATIC_TARGET,
             "--package",
-            "simulators",
+            "fake-vllm",
             "--package",
-            "harness",
+            "faultkit",
             "--bins",
             "--target-dir",
         ])

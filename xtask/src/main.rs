@@ -10,7 +10,7 @@ mod image;
 mod realism;
 mod tidy;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
@@ -23,7 +23,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Cmd {
     /// Run scenarios (same as `faultkit scenario`).
-    Scenario(harness::runner::cli::ScenarioArgs),
+    Scenario(runner::cli::ScenarioArgs),
     /// The whole CI: fmt, clippy, image, tests, every scenario per runner, a small swarm, a fuzz smoke run, leftovers. Prints each stage's time.
     Ci,
     /// Style checks of STYLE.md (also run as tests).
@@ -40,6 +40,33 @@ enum Cmd {
     Bench(bench::BenchArgs),
 }
 
+/// Runs this same xtask command again, built with the container runner (a separate build, so
+/// the main job never compiles testcontainers), and exits with its code.
+fn with_container_runner() -> Result<()> {
+    let release = std::env::current_exe()?
+        .parent()
+        .is_some_and(|d| d.ends_with("release"));
+    let mut c =
+        std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    c.args([
+        "run",
+        "--quiet",
+        "--package",
+        "xtask",
+        "--features",
+        "container",
+    ]);
+    if release {
+        c.arg("--release");
+    }
+    let status = c
+        .arg("--")
+        .args(std::env::args_os().skip(1))
+        .status()
+        .context("building xtask with the container runner")?;
+    std::process::exit(status.code().unwrap_or(1));
+}
+
 fn main() -> Result<()> {
     let cli = Cli::parse();
     let code = match cli.command {
@@ -48,9 +75,12 @@ fn main() -> Result<()> {
                 ci::build_fake()?;
             }
             if a.runner() == "container" {
+                if !cfg!(feature = "container") {
+                    return with_container_runner();
+                }
                 image::ensure(false)?;
             }
-            harness::runner::cli::run(a, "cargo xtask scenario", ci::commit()).code()
+            runner::cli::run(a, "cargo xtask scenario", ci::commit()).code()
         }
         Cmd::Ci => ci::run()?,
         Cmd::Tidy => tidy::run()?,

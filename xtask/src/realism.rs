@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::Result;
-use harness::catalog::ScenarioDir;
-use harness::runner::realism::{self, COVERAGE_MIN};
+use runner::catalog::ScenarioDir;
+use runner::realism::{self, COVERAGE_MIN};
 
 /// Options of `cargo xtask realism`.
 #[derive(clap::Args, Debug)]

@@ -11,7 +11,7 @@ pub fn run() -> Result<i32> {
             "test",
             "--quiet",
             "--package",
-            "harness",
+            "faultkit",
             "--test",
             "it",
             "tidy::",

@@ -1,0 +1,58 @@
+//! Realism of the simulator, kept as a regression test: every real vLLM capture under
+//! `scenarios/real/vllm-<version>/` is covered, line template by line template, by the simulated
+//! log of its scenario at the same version (`runner::realism`; `cargo xtask realism`
+//! prints the table). Runs on the fixtures only: capturing needs vLLM and never runs here.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use runner::catalog::ScenarioDir;
+use runner::realism::{self, COVERAGE_MIN};
+
+/// Templates of a failing capture printed with the failure.
+const MISSING_SHOWN: usize = 12;
+
+#[test]
+fn every_capture_is_covered_by_the_simulator() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let dir = ScenarioDir {
+        root: root.join("scenarios"),
+    };
+    let covs =
+        realism::measure(&root.join("scenarios/real"), &dir).unwrap_or_else(|e| panic!("{e}"));
+
+    let versions: BTreeSet<&str> = covs.iter().map(|c| c.version.as_str()).collect();
+    assert!(
+        versions.len() >= 3,
+        "captures of at least 3 vLLM releases, found {versions:?}"
+    );
+
+    let mut report = String::new();
+    let mut below = 0;
+    for c in &covs {
+        let ok = c.ratio() >= COVERAGE_MIN;
+        report.push_str(&format!(
+            "{} vllm-{}/{}: {}/{} templates ({:.1}%)\n",
+            if ok { "ok  " } else { "LOW " },
+            c.version,
+            c.file,
+            c.covered,
+            c.templates,
+            c.ratio() * 100.0
+        ));
+        if !ok {
+            below += 1;
+            for m in c.missing.iter().take(MISSING_SHOWN) {
+                report.push_str(&format!("        missing: {m}\n"));
+            }
+        }
+    }
+    eprint!("{report}");
+    assert_eq!(
+        below,
+        0,
+        "{below} of {} captures below {:.0}% template coverage (cargo xtask realism --verbose):\n{report}",
+        covs.len(),
+        COVERAGE_MIN * 100.0
+    );
+}

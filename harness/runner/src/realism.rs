@@ -1,0 +1,241 @@
+//! How much a simulated log looks like the real one: line-template coverage of the real vLLM
+//! captures under `scenarios/real/vllm-<version>/` by the simulator's output for the same
+//! scenario and version.
+//!
+//! Main function: [`measure`]. A line's template is the line with what legitimately differs
+//! between two runs masked: ANSI escapes, timestamps, pids and other numbers, hex ids, install
+//! paths. Coverage of a capture = the share of its distinct templates that the simulated log also
+//! has.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use generator::{Seed, SimOptions, Version};
+use serde::Deserialize;
+
+use crate::catalog::ScenarioDir;
+
+/// Coverage below this fails the realism test.
+pub const COVERAGE_MIN: f64 = 0.90;
+
+/// One capture and how well the simulator covers it.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Coverage {
+    pub version: String,
+    pub file: String,
+    pub scenario: String,
+    pub templates: usize,
+    pub covered: usize,
+    /// Templates of the capture the simulation lacks.
+    pub missing: Vec<String>,
+}
+
+impl Coverage {
+    pub fn ratio(&self) -> f64 {
+        if self.templates == 0 {
+            1.0
+        } else {
+            self.covered as f64 / self.templates as f64
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct Labels {
+    #[serde(default)]
+    log: Vec<Label>,
+}
+
+#[derive(Deserialize)]
+struct Label {
+    file: String,
+    vllm_version: String,
+    #[serde(default)]
+    scenario: Option<String>,
+}
+
+/// Every capture under `real_dir` (`scenarios/real`) whose label names a scenario of `dir`.
+pub fn measure(real_dir: &Path, dir: &ScenarioDir) -> Result<Vec<Coverage>, String> {
+    let mut out = Vec::new();
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(real_dir)
+        .map_err(|e| format!("{}: {e}", real_dir.display()))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("vllm-"))
+        })
+        .collect();
+    dirs.sort();
+    for d in dirs {
+        let labels_path = d.join("labels.toml");
+        let Ok(text) = std::fs::read_to_string(&labels_path) else {
+            continue;
+        };
+        let labels: Labels =
+            toml::from_str(&text).map_err(|e| format!("{}: {e}", labels_path.display()))?;
+        for l in labels.log {
+            let Some(name) = l.scenario.clone() else {
+                continue;
+            };
+            let scenario = dir.find(&name).map_err(|e| {
+                format!(
+                    "{}: {} names scenario `{name}`: {e}",
+                    labels_path.display(),
+                    l.file
+                )
+            })?;
+            if !scenario.tags.iter().any(|t| t == "capturable") {
+                continue;
+            }
+            let real = std::fs::read(d.join(&l.file))
+                .map_err(|e| format!("{}: {e}", d.join(&l.file).display()))?;
+            let version = Version::parse(&l.vllm_version)
+                .ok_or_else(|| format!("{}: bad version {}", l.file, l.vllm_version))?;
+            if let Some(why) = scenario.at_version(version).unmodelled(version) {
+                return Err(format!("{}: {why}", l.file));
+            }
+            let opts = SimOptions {
+                seed: Seed(0),
+                size_bytes: None,
+                vllm: Some(version),
+            };
+            let (sim, _) = generator::simulate_to_vec(&scenario, &opts);
+            let want = templates(&real);
+            let have = templates(&sim);
+            let missing: Vec<String> = want.difference(&have).cloned().collect();
+            out.push(Coverage {
+                version: l.vllm_version.clone(),
+                file: l.file.clone(),
+                scenario: name,
+                templates: want.len(),
+                covered: want.len() - missing.len(),
+                missing,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// The distinct line templates of a log.
+pub fn templates(bytes: &[u8]) -> BTreeSet<String> {
+    bytes
+        .split(|&b| b == b'\n')
+        .flat_map(|l| l.split(|&b| b == b'\r'))
+        .map(template)
+        .filter(|t| !t.trim().is_empty())
+        .collect()
+}
+
+/// One line's template.
+pub fn template(line: &[u8]) -> String {
+    let text = String::from_utf8_lossy(line);
+    let text = triage::grammar::strip_ansi(&text);
+    let s = mask_paths(text.trim_end());
+    let chars: Vec<char> = s.chars().collect();
+    let word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let mut out = String::with_capacity(s.len());
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if c == '0' && chars.get(i + 1) == Some(&'x') {
+            i += 2;
+            while i < chars.len() && chars[i].is_ascii_hexdigit() {
+                i += 1;
+            }
+            out.push('#');
+            continue;
+        }
+        if (i == 0 || !word(chars[i - 1])) && c.is_ascii_hexdigit() {
+            // A hex id (6+ hex digits with a digit among them) or a number.
+            let mut j = i;
+            while j < chars.len() && chars[j].is_ascii_hexdigit() {
+                j += 1;
+            }
+            let tok = &chars[i..j];
+            let ends = j == chars.len() || !word(chars[j]);
+            if ends
+                && tok.iter().any(char::is_ascii_digit)
+                && (tok.len() >= 6 || tok.iter().all(char::is_ascii_digit))
+            {
+                out.push('#');
+                i = j;
+                continue;
+            }
+        }
+        if c.is_ascii_digit() {
+            while i < chars.len() && chars[i].is_ascii_digit() {
+                i += 1;
+            }
+            out.push('#');
+            continue;
+        }
+        out.push(c);
+        i += 1;
+    }
+    out
+}
+
+fn mask_paths(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    loop {
+        let site = ["site-packages/", "dist-packages/"]
+            .iter()
+            .filter_map(|m| rest.find(m).map(|i| (i, m.len())))
+            .min();
+        let Some((i, len)) = site else {
+            out.push_str(rest);
+            break;
+        };
+        // Back to the start of the path (a quote, space or '(').
+        let start = rest[..i].rfind(['"', '\'', ' ', '(']).map_or(0, |p| p + 1);
+        out.push_str(&rest[..start]);
+        out.push_str("<site>/");
+        rest = &rest[i + len..];
+    }
+    // The standard library: `/…/lib/python3.N/` (not followed by site-packages any more).
+    let mut s2 = String::with_capacity(out.len());
+    let mut rest = out.as_str();
+    while let Some(i) = rest.find("/lib/python3.") {
+        let start = rest[..i].rfind(['"', '\'', ' ', '(']).map_or(0, |p| p + 1);
+        let after = &rest[i + "/lib/python3.".len()..];
+        let end = after.find('/').map_or(after.len(), |p| p + 1);
+        s2.push_str(&rest[..start]);
+        s2.push_str("<stdlib>/");
+        rest = &after[end..];
+    }
+    s2.push_str(rest);
+    s2
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn templates_mask_what_differs_between_runs() {
+        let a = template(b"\x1b[0;36m(APIServer pid=7534)\x1b[0;0m INFO 11-29 23:08:23 [utils.py:325] non-default args: {'port': 8000}");
+        let b = template(b"(APIServer pid=12)\tINFO 01-02 03:04:05 [utils.py:325] non-default args: {'port': 8001}");
+        assert_ne!(a, b, "a tab is not a space");
+        let b = template(b"(APIServer pid=12) INFO 01-02 03:04:05 [utils.py:325] non-default args: {'port': 8001}");
+        assert_eq!(a, b);
+        let p1 = template(b"  File \"/srv/vllm/venv-0.15.1/lib/python3.11/site-packages/vllm/v1/engine/core.py\", line 937, in run_engine_core");
+        let p2 = template(b"  File \"/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/core.py\", line 12, in run_engine_core");
+        assert_eq!(p1, p2);
+        let s1 = template(b"  File \"/home/.pyenv/versions/3.11.7/lib/python3.11/multiprocessing/process.py\", line 314, in _bootstrap");
+        let s2 = template(
+            b"  File \"/usr/lib/python3.12/multiprocessing/process.py\", line 108, in _bootstrap",
+        );
+        assert_eq!(s1, s2);
+        assert_eq!(
+            template(b"id 6ead1cbc4a5f057f"),
+            template(b"id 1f98ee754a5f0aaa")
+        );
+        assert_eq!(
+            template("█ ▀▄▀ █  version 0.15.1".as_bytes()),
+            template("█ ▀▄▀ █  version 0.10.2".as_bytes())
+        );
+    }
+}

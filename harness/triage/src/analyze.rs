@@ -1,0 +1,775 @@
+//! From records to a verdict: classify every record with the signature rules, demote echoes,
+//! fold identical failures across ranks, pick the originating one, and gather evidence.
+//!
+//! Main function: [`analyze_launch`]. The root cause is the first record by (role, layer, file
+//! order): a cause before a weak signal before an unclassified error before an echo; within a
+//! role the lowest layer (worker < engine core < API server) and then the earliest line.
+
+use std::collections::BTreeMap;
+
+use regex::Regex;
+use std::sync::OnceLock;
+
+use super::grammar::{parse_line, HeaderKind, Level};
+use super::rules::{Role, RuleSet};
+use super::scan::{self, WindowedLines};
+use super::traceback::{Assembler, LineRole, Record};
+use super::verdict::{Damage, RootCause, Secondary, Stale, Status, Verdict, VERDICT_SCHEMA};
+
+/// At most this many secondary entries are listed.
+const SECONDARY_MAX: usize = 24;
+/// At most this many key frames are quoted.
+const FRAMES_MAX: usize = 8;
+
+/// The class of a record, best first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Class {
+    Cause,
+    /// A traceback cut before its exception line, no signature matched.
+    IncompleteUnknown,
+    Weak,
+    UnknownError,
+    Echo,
+}
+
+#[derive(Clone, Debug)]
+struct Candidate {
+    class: Class,
+    layer: u8,
+    id: String,
+    rule: Option<usize>,
+    /// Index into record.lines of the line to quote.
+    quote: usize,
+    record: usize,
+    hung: bool,
+}
+
+/// Facts about one launch region the caller knows.
+#[derive(Clone, Debug)]
+pub struct Region {
+    pub start: usize,
+    pub end: usize,
+    /// Line number of the region's first line.
+    pub first_line: u64,
+    /// Pids of this launch, when known (lines of other pids are foreign).
+    pub launch_pid: Option<u32>,
+}
+
+/// Everything one pass over a region yields.
+#[derive(Debug)]
+pub struct Analysis {
+    pub verdict: Verdict,
+    pub last_line: u64,
+    pub pids: Vec<u32>,
+}
+
+fn is_exception_like(body: &str) -> bool {
+    let head = body.split(": ").next().unwrap_or("");
+    !head.is_empty()
+        && head.len() < 120
+        && head
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '_')
+        && head.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+        && body.len() > head.len()
+}
+
+/// A weak signal reporting that process P died (`Engine core proc EngineCore_DP0 died
+/// unexpectedly`) defers to P's own report, under the same signature, of a death below it
+/// (`Worker proc VllmWorker-3 died unexpectedly`): the supervisor's line may land first in the
+/// file when both write in the same instant, but P's report is nearer the cause. Followed down
+/// the layers; each step moves to a lower layer, so it ends.
+fn defer_to_the_dead(order: &mut [usize], cands: &[Candidate], records: &[Record]) {
+    while let Some(&first) = order.first() {
+        let c = &cands[first];
+        if c.class != Class::Weak {
+            return;
+        }
+        let report = records[c.record].lines[c.quote].body.as_str();
+        let deeper = order.iter().position(|&i| {
+            let d = &cands[i];
+            d.class == Class::Weak
+                && d.id == c.id
+                && d.layer < c.layer
+                && records[d.record]
+                    .process
+                    .as_deref()
+                    .is_some_and(|p| reported_dead(report).any(|dead| dead == p))
+        });
+        match deeper {
+            Some(pos) => order[..=pos].rotate_right(1),
+            None => return,
+        }
+    }
+}
+
+/// The processes a supervisor's report says died: `… proc NAME died …` and
+/// `Failed core proc(s): {'NAME': 1, …}`.
+fn reported_dead(report: &str) -> impl Iterator<Item = &str> {
+    let named = report
+        .split(" proc ")
+        .skip(1)
+        .filter_map(|rest| rest.split_once(" died").map(|(name, _)| name))
+        .filter(|name| !name.is_empty() && !name.contains(' '));
+    let listed = report
+        .split_once("proc(s): {")
+        .map(|(_, rest)| rest.split('}').next().unwrap_or(""))
+        .into_iter()
+        .flat_map(|list| list.split(','))
+        .filter_map(|item| item.split(':').next())
+        .map(|name| name.trim().trim_matches(['\'', '"']))
+        .filter(|name| !name.is_empty());
+    named.chain(listed)
+}
+
+/// Which stage of vLLM a record comes from: 0 worker, 1 engine core, 2 API server.
+fn layer_of(rec: &Record) -> u8 {
+    if let Some(p) = rec.process.as_ref().or(rec.process_hint.as_ref()) {
+        if p.starts_with("Worker")
+            || p.starts_with("VllmWorker")
+            || p.starts_with("RayWorker")
+            || p.starts_with("rank")
+        {
+            return 0;
+        }
+        if p.starts_with("EngineCore")
+            || p.starts_with("DPEngineCore")
+            || p.starts_with("SpawnProcess")
+            || p.contains("Engine")
+        {
+            return 1;
+        }
+        if p.starts_with("APIServer") || p.starts_with("ApiServer") {
+            return 2;
+        }
+    }
+    if let Some(loc) = &rec.location {
+        let file = loc.rsplit('/').next().unwrap_or(loc);
+        let file = file.split(':').next().unwrap_or(file);
+        match file {
+            "multiproc_executor.py"
+            | "multiproc_worker_utils.py"
+            | "worker_base.py"
+            | "gpu_worker.py"
+            | "gpu_model_runner.py"
+            | "model_runner.py"
+            | "worker.py"
+            | "linear.py"
+            | "flash_attn.py" => return 0,
+            "core.py"
+            | "engine.py"
+            | "llm_engine.py"
+            | "async_llm_engine.py"
+            | "core_client.py" => return 1,
+            "api_server.py" | "serve.py" | "launcher.py" | "arg_utils.py" | "registry.py"
+            | "utils.py" | "cli_args.py" => return 2,
+            _ => {}
+        }
+        if loc.contains("torch/distributed/elastic") || loc.contains("torch/distributed/run.py") {
+            return 1;
+        }
+    }
+    for l in &rec.lines {
+        if l.role == LineRole::Frame
+            && (l.body.contains("/worker/")
+                || l.body.contains("multiproc_worker_utils")
+                || l.body.contains("model_executor"))
+        {
+            return 0;
+        }
+    }
+    for l in &rec.lines {
+        if l.role == LineRole::Frame
+            && (l.body.contains("torch/distributed/elastic")
+                || l.body.contains("torch/distributed/run.py"))
+        {
+            return 1;
+        }
+        if l.role == LineRole::Frame
+            && (l.body.contains("entrypoints") || l.body.contains("/bin/vllm"))
+        {
+            return 2;
+        }
+    }
+    0
+}
+
+/// The fold key of a message: digits as `#`, CPython's `Did you mean` hint dropped, bounded.
+fn normalize(s: &str) -> String {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    let re = RE.get_or_init(|| Regex::new(r"\d+").expect("valid"));
+    let s = s.split(". Did you mean:").next().unwrap_or(s);
+    let n = re.replace_all(s, "#");
+    n.chars().take(160).collect()
+}
+
+fn classify(rec: &Record, rules: &RuleSet) -> Option<(Class, Option<usize>, usize)> {
+    // A traceback header and nothing else: the writer has not got further (yet).
+    if rec.lines.iter().all(|l| l.role == LineRole::TracebackStart) {
+        return None;
+    }
+    // Lines whose text a rule may match.
+    let context: Vec<&str> = rec.lines.iter().map(|l| l.body.as_str()).collect();
+    let mut best: BTreeMap<(Class, i32), (usize, usize)> = BTreeMap::new(); // → (rule, line)
+    let mut noise_only = true;
+    for (i, l) in rec.lines.iter().enumerate() {
+        if l.role == LineRole::Frame {
+            continue;
+        }
+        let matched = rules.matches(&l.body);
+        if matched.is_empty() {
+            if !l.body.trim().is_empty() {
+                noise_only = false;
+            }
+            continue;
+        }
+        // The line's class is its strongest-priority rule's.
+        let mut line_rules: Vec<usize> = matched
+            .into_iter()
+            .filter(|&ri| {
+                let r = &rules.rules()[ri];
+                let level_ok = r.any_level
+                    || rec.traceback
+                    || matches!(l.level, Some(Level::Error) | Some(Level::Critical))
+                    || (l.level.is_none() && is_exception_like(&l.body));
+                let frames_ok = r
+                    .frames
+                    .as_ref()
+                    .is_none_or(|f| context.iter().any(|c| f.is_match(c)));
+                level_ok && frames_ok
+            })
+            .collect();
+        if line_rules
+            .iter()
+            .any(|&ri| rules.rules()[ri].role == Role::Noise)
+        {
+            continue;
+        }
+        noise_only = false;
+        line_rules.sort_by_key(|&ri| std::cmp::Reverse(rules.rules()[ri].priority));
+        for &ri in &line_rules {
+            let r = &rules.rules()[ri];
+            let class = match r.role {
+                Role::Cause => Class::Cause,
+                Role::Weak => Class::Weak,
+                Role::Echo => Class::Echo,
+                Role::Noise => continue,
+            };
+            let key = (class, -r.priority);
+            let better = match best.get(&key) {
+                None => true,
+                Some(&(bri, bli)) => {
+                    // Same rule: prefer a line matching `prefer`, then exception/head lines,
+                    // then the deepest source line.
+                    if bri == ri {
+                        // `prefer` first; then the last exception line (the end of a chain);
+                        // then head lines; then continuation; then the deepest source line.
+                        let rank = |li: usize| {
+                            let line = &rec.lines[li];
+                            let pref = r.prefer.as_ref().is_some_and(|p| p.is_match(&line.body));
+                            match (pref, line.role) {
+                                (true, _) => 0,
+                                (false, LineRole::Exception) => 1,
+                                (false, LineRole::Head | LineRole::TracebackStart) => 2,
+                                (false, LineRole::Continuation) => 3,
+                                _ => 4,
+                            }
+                        };
+                        let (a, b) = (rank(i), rank(bli));
+                        a < b || (a == b && (a == 4 || a == 1))
+                    } else {
+                        false
+                    }
+                }
+            };
+            if better {
+                best.insert(key, (ri, i));
+            }
+        }
+    }
+    if let Some((&(class, _), &(ri, li))) = best.iter().next() {
+        return Some((class, Some(ri), li));
+    }
+    if noise_only && !rec.traceback {
+        return None;
+    }
+    // No signature: an exception line, or the last frame/source/error line.
+    if let Some(i) = rec
+        .lines
+        .iter()
+        .rposition(|l| l.role == LineRole::Exception)
+    {
+        // Text after frames that is not `Type: message` (a faulthandler dump, a prompt) is not
+        // an exception.
+        if is_exception_like(&rec.lines[i].body) {
+            return Some((Class::Cause, None, i));
+        }
+        return Some((Class::UnknownError, None, i));
+    }
+    if rec.traceback {
+        let i = rec
+            .lines
+            .iter()
+            .rposition(|l| matches!(l.role, LineRole::Source | LineRole::Frame))
+            .unwrap_or(0);
+        return Some((Class::IncompleteUnknown, None, i));
+    }
+    if matches!(rec.level(), Some(Level::Error) | Some(Level::Critical)) {
+        return Some((Class::UnknownError, None, 0));
+    }
+    None
+}
+
+/// Analyse one launch region.
+pub fn analyze_launch(
+    b: &[u8],
+    region: &Region,
+    rules: &RuleSet,
+    sc: &scan::Scan,
+    explain: bool,
+    diagnostics: &mut Vec<String>,
+) -> Analysis {
+    let mut lines = WindowedLines::new(b, sc, region.start, region.end, region.first_line);
+    let mut asm = Assembler::new();
+    let mut ready = false;
+    let mut stopped = false;
+    let mut started = false;
+    let mut evidence: BTreeMap<String, serde_json::Value> = BTreeMap::new();
+    let mut version: Option<String> = None;
+    let mut pids: Vec<u32> = Vec::new();
+    let mut interleaved_lines: Vec<u64> = Vec::new();
+    let mut foreign_pids: Vec<u32> = Vec::new();
+    let mut foreign_lines = 0u64;
+    let mut api_pid: Option<u32> = region.launch_pid;
+    let mut after_nul = false;
+    let mut content_before_nul = false;
+    let mut seen_pids_before_nul: Vec<u32> = Vec::new();
+    let mut explicit_kv: Option<bool> = None;
+    for line in lines.by_ref() {
+        if memchr::memchr(0, line.bytes).is_some() {
+            after_nul = true;
+        }
+        let p = parse_line(line.bytes);
+        if p.body.is_empty() && p.process.is_none() {
+            continue;
+        }
+        if !after_nul {
+            content_before_nul = true;
+        }
+        // A launch is under way once a line is recognisably vLLM's (a header or a prefix).
+        if p.header == HeaderKind::Vllm || p.process.is_some() || p.header == HeaderKind::Uvicorn {
+            started = true;
+        }
+        if let Some(pid) = p.pid {
+            // A different API server, or a writer first seen after a NUL hole (an older
+            // server still writing at its old offset), belongs to another launch.
+            let is_api = p
+                .process
+                .as_deref()
+                .is_some_and(|n| n.starts_with("APIServer") || n.starts_with("ApiServer"));
+            if is_api && api_pid.is_none() {
+                api_pid = Some(pid);
+            }
+            let foreign = (is_api && api_pid.is_some_and(|a| a != pid))
+                || foreign_pids.contains(&pid)
+                || (after_nul
+                    && !seen_pids_before_nul.contains(&pid)
+                    && !pids.contains(&pid)
+                    && content_before_nul);
+            if foreign {
+                if !foreign_pids.contains(&pid) {
+                    foreign_pids.push(pid);
+                }
+                foreign_lines += 1;
+                continue;
+            }
+            if !pids.contains(&pid) {
+                pids.push(pid);
+            }
+            if !after_nul && !seen_pids_before_nul.contains(&pid) {
+                seen_pids_before_nul.push(pid);
+            }
+        }
+        if p.interleaved {
+            interleaved_lines.push(line.no);
+        }
+        let body = p.body.as_ref();
+        // Status markers and evidence.
+        if p.header == HeaderKind::Uvicorn {
+            if body.starts_with("Application startup complete")
+                || body.starts_with("Uvicorn running on")
+            {
+                ready = true;
+            } else if body.starts_with("Application shutdown complete") {
+                stopped = true;
+            }
+        }
+        if version.is_none() {
+            version = version_of(body);
+        }
+        if body.starts_with("non-default args: ") {
+            explicit_kv = Some(body.contains("'kv_cache_dtype'"));
+        }
+        if body.starts_with("Initializing a V1 LLM engine")
+            || body.starts_with("Initializing an LLM engine")
+        {
+            collect_config_evidence(body, &mut evidence);
+        }
+        if let Some(pos) = body.find("AttentionSelectorConfig(") {
+            if let Some(mla) = field(&body[pos..], "use_mla=") {
+                evidence.insert("use_mla".into(), serde_json::Value::Bool(mla == "True"));
+            }
+        }
+        let rule_hit = !rules.matches(body).is_empty();
+        let text = super::clean_text(line.bytes);
+        asm.push(line.no, line.offset, text, &p, rule_hit);
+    }
+    let last_line = lines.next_no().saturating_sub(1).max(region.first_line);
+    if lines.long_lines > 0 {
+        diagnostics.push(format!(
+            "{} line(s) longer than {} bytes were analysed by their first {} bytes",
+            lines.long_lines,
+            scan::LINE_BYTES_MAX,
+            scan::LINE_BYTES_MAX
+        ));
+    }
+    if foreign_lines > 0 {
+        diagnostics.push(format!(
+            "{foreign_lines} line(s) from pid(s) {} belong to another launch (an older server still writing to this file); they are not part of this verdict",
+            foreign_pids.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
+        ));
+    }
+    let records = asm.finish();
+
+    // Classify.
+    let mut cands: Vec<Candidate> = Vec::new();
+    for (ri, rec) in records.iter().enumerate() {
+        let Some((class, rule, quote)) = classify(rec, rules) else {
+            continue;
+        };
+        let id = rule.map_or("unknown".to_string(), |r| rules.rules()[r].id.clone());
+        let hung = rule.is_some_and(|r| rules.rules()[r].hung);
+        cands.push(Candidate {
+            class,
+            layer: layer_of(rec),
+            id,
+            rule,
+            quote,
+            record: ri,
+            hung,
+        });
+    }
+    let mut order: Vec<usize> = (0..cands.len()).collect();
+    order.sort_by_key(|&i| {
+        let c = &cands[i];
+        let line = records[c.record].lines[c.quote].no;
+        // Weak signals (a supervisor's report, watchdog timeouts) say nothing about causality
+        // by their layer: the earliest wins.
+        let layer = if c.class == Class::Weak { 0 } else { c.layer };
+        (c.class, layer, line)
+    });
+    defer_to_the_dead(&mut order, &cands, &records);
+
+    if explain {
+        for &i in &order {
+            let c = &cands[i];
+            let r = &records[c.record];
+            diagnostics.push(format!(
+                "candidate {:?} layer {} id {} line {} ({} lines, {}): {}",
+                c.class,
+                c.layer,
+                c.id,
+                r.lines[c.quote].no,
+                r.lines.len(),
+                r.process.as_deref().unwrap_or("-"),
+                r.lines[c.quote].body.chars().take(120).collect::<String>()
+            ));
+        }
+    }
+    let mut v = Verdict::empty();
+    v.schema = VERDICT_SCHEMA;
+    v.vllm_version = version;
+    // Root cause and folding.
+    let root_i = order.first().copied();
+    let mut used = vec![false; cands.len()];
+    if let Some(ri) = root_i {
+        let root = &cands[ri];
+        let rec = &records[root.record];
+        let q = &rec.lines[root.quote];
+        let key = (root.id.clone(), normalize(&strip_to_message(&q.body)));
+        let mut ranks: Vec<String> = Vec::new();
+        for &i in &order {
+            let c = &cands[i];
+            let r = &records[c.record];
+            let k = (
+                c.id.clone(),
+                normalize(&strip_to_message(&r.lines[c.quote].body)),
+            );
+            if k == key && c.class <= Class::UnknownError {
+                used[i] = true;
+                let name = r.process.clone().unwrap_or_else(|| "unknown".into());
+                if !ranks.contains(&name) {
+                    ranks.push(name);
+                }
+            }
+        }
+        // Ranks listed first-failing first; the root is the earliest line of the group.
+        let mut group: Vec<usize> = (0..cands.len()).filter(|&i| used[i]).collect();
+        group.sort_by_key(|&i| records[cands[i].record].lines[cands[i].quote].no);
+        let first = group.first().copied().unwrap_or(ri);
+        let fc = &cands[first];
+        let frec = &records[fc.record];
+        let fq = &frec.lines[fc.quote];
+        let mut ordered_ranks: Vec<String> = Vec::new();
+        for &i in &group {
+            let name = records[cands[i].record]
+                .process
+                .clone()
+                .unwrap_or_else(|| "unknown".into());
+            if !ordered_ranks.contains(&name) {
+                ordered_ranks.push(name);
+            }
+        }
+        let frames: Vec<String> = frec
+            .lines
+            .iter()
+            .filter(|l| l.role == LineRole::Frame)
+            .map(|l| l.body.trim().to_string())
+            .collect();
+        let frames = if frames.len() > FRAMES_MAX {
+            frames[frames.len() - FRAMES_MAX..].to_vec()
+        } else {
+            frames
+        };
+        let quote_pid = parse_line(fq.text.as_bytes()).pid;
+        v.root_cause = Some(RootCause {
+            id: fc.id.clone(),
+            line: fq.no,
+            process: frec.process.clone(),
+            pid: quote_pid.or(frec.pid),
+            text: fq.text.clone(),
+            message: strip_to_message(&fq.body),
+            traceback: frames,
+            ranks: ordered_ranks,
+        });
+        if let Some(rule) = fc.rule.map(|r| &rules.rules()[r]) {
+            v.meaning = rule.meaning.clone();
+            v.fix = rule
+                .fix
+                .clone()
+                .map(|f| fix_with_evidence(&fc.id, f, &evidence, explicit_kv));
+        }
+        v.status = if fc.hung {
+            Status::Hung
+        } else {
+            Status::Crashed
+        };
+        let _ = ranks;
+    } else if stopped {
+        v.status = Status::Stopped;
+    } else if ready {
+        v.status = Status::Ready;
+    } else if started {
+        v.status = Status::Starting;
+    }
+    // Secondary: every other candidate, folded by message.
+    let mut sec: Vec<Secondary> = Vec::new();
+    let mut sec_keys: Vec<String> = Vec::new();
+    for &i in &order {
+        if used[i] {
+            continue;
+        }
+        let c = &cands[i];
+        let r = &records[c.record];
+        let q = &r.lines[c.quote];
+        let k = normalize(&strip_to_message(&q.body));
+        if let Some(pos) = sec_keys.iter().position(|x| *x == k) {
+            sec[pos].count += 1;
+            continue;
+        }
+        sec_keys.push(k);
+        sec.push(Secondary {
+            line: q.no,
+            process: r.process.clone(),
+            count: 1,
+            text: q.text.clone(),
+        });
+    }
+    sec.sort_by_key(|s| s.line);
+    if sec.len() > SECONDARY_MAX {
+        diagnostics.push(format!(
+            "{} more secondary errors not listed",
+            sec.len() - SECONDARY_MAX
+        ));
+        sec.truncate(SECONDARY_MAX);
+    }
+    v.secondary = sec;
+    v.evidence = evidence;
+    let mut damage: Vec<Damage> = scan::damage(b, sc, region.start, region.end);
+    // A file that begins with a hole was rotated (copytruncate) under a writer without
+    // O_APPEND: it continues mid-launch.
+    if region.start == 0 && b.first() == Some(&0) {
+        damage.push(Damage {
+            kind: "rotated".into(),
+            offset: Some(0),
+            length: None,
+            line: Some(1),
+        });
+    }
+    for no in interleaved_lines.iter().take(32) {
+        damage.push(Damage {
+            kind: "interleaved_line".into(),
+            offset: None,
+            length: None,
+            line: Some(*no),
+        });
+    }
+    v.damage = damage;
+    v.stale = Stale {
+        suspected: false,
+        reason: None,
+    };
+    pids.sort_unstable();
+    Analysis {
+        verdict: v,
+        last_line,
+        pids,
+    }
+}
+
+fn version_of(body: &str) -> Option<String> {
+    let grab = |rest: &str| {
+        let v: String = rest
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '.' || *c == '+')
+            .collect();
+        if v.chars().next().is_some_and(|c| c.is_ascii_digit()) {
+            Some(v)
+        } else {
+            None
+        }
+    };
+    if let Some(rest) = body.strip_prefix("vLLM API server version ") {
+        return grab(rest);
+    }
+    if let Some(rest) = body.strip_prefix("vLLM server version ") {
+        return grab(rest);
+    }
+    if body.contains('█') {
+        if let Some(pos) = body.find("  version ") {
+            return grab(&body[pos + 10..]);
+        }
+    }
+    for prefix in [
+        "Initializing a V1 LLM engine (v",
+        "Initializing an LLM engine (v",
+    ] {
+        if let Some(rest) = body.strip_prefix(prefix) {
+            return grab(rest);
+        }
+    }
+    None
+}
+
+fn field<'s>(s: &'s str, key: &str) -> Option<&'s str> {
+    let pos = s.find(key)?;
+    let rest = &s[pos + key.len()..];
+    let end = rest.find([',', ')']).unwrap_or(rest.len());
+    Some(rest[..end].trim())
+}
+
+fn collect_config_evidence(body: &str, evidence: &mut BTreeMap<String, serde_json::Value>) {
+    if let Some(kv) = field(body, "kv_cache_dtype=") {
+        evidence.insert("kv_cache_dtype".into(), kv.into());
+    }
+    for key in [
+        "tensor_parallel_size",
+        "pipeline_parallel_size",
+        "data_parallel_size",
+    ] {
+        if let Some(v) = field(body, &format!("{key}=")).and_then(|v| v.parse::<u64>().ok()) {
+            evidence.insert(key.into(), v.into());
+        }
+    }
+    if let Some(q) = field(body, "quantization=") {
+        evidence.insert("quantization".into(), q.into());
+    }
+    if let Some(m) = field(body, "model=") {
+        evidence.insert("model".into(), m.trim_matches('\'').into());
+    }
+}
+
+fn fix_with_evidence(
+    id: &str,
+    fix: String,
+    evidence: &BTreeMap<String, serde_json::Value>,
+    explicit_kv: Option<bool>,
+) -> String {
+    if id == "fp8_kv_cache_unsupported_backend" {
+        if let (Some(kv), Some(false)) = (
+            evidence.get("kv_cache_dtype").and_then(|v| v.as_str()),
+            explicit_kv,
+        ) {
+            if kv.starts_with("fp8") {
+                return format!(
+                    "The command line sets no --kv-cache-dtype, yet the engine runs with kv_cache_dtype={kv}: the checkpoint's quantization config (kv_cache_scheme / kv_cache_quant_algo) made `auto` resolve to {kv}. {fix}"
+                );
+            }
+        }
+    }
+    fix
+}
+
+/// The statement without log header (the body already lacks prefixes).
+fn strip_to_message(body: &str) -> String {
+    body.trim_start_matches(", ").trim().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{triage, Options, Output};
+
+    #[test]
+    fn a_report_of_a_death_defers_to_the_dead_process_own_report() {
+        // The API server's line about the engine core lands first; the engine core's line
+        // about the worker it lost is nearer the cause.
+        let log = "\
+(APIServer pid=10) INFO 11-30 03:31:00 [api_server.py:1] vLLM API server version 0.15.1
+(EngineCore_DP0 pid=11) INFO 11-30 03:31:01 [core.py:96] Initializing a V1 LLM engine (v0.15.1) with config: x
+(APIServer pid=10) ERROR 11-30 03:31:42 [core_client.py:605] Engine core proc EngineCore_DP0 died unexpectedly, shutting down client.
+(EngineCore_DP0 pid=11) ERROR 11-30 03:31:42 [multiproc_executor.py:246] Worker proc VllmWorker-3 died unexpectedly, shutting down executor.
+";
+        let Output::One(v) = triage(log.as_bytes(), &Options::default()) else {
+            panic!("one verdict")
+        };
+        let rc = v.root_cause.expect("a root cause");
+        assert_eq!(rc.id, "worker_killed_by_signal");
+        assert_eq!(rc.line, 4, "{rc:?}");
+        // A report naming another process (EngineCore_DP01) does not defer.
+        let other = log.replace("proc EngineCore_DP0 died", "proc EngineCore_DP01 died");
+        let Output::One(v) = triage(other.as_bytes(), &Options::default()) else {
+            panic!("one verdict")
+        };
+        assert_eq!(v.root_cause.expect("a root cause").line, 3);
+    }
+
+    #[test]
+    fn the_dead_are_read_from_the_report() {
+        fn names(r: &str) -> Vec<&str> {
+            super::reported_dead(r).collect()
+        }
+        assert_eq!(
+            names("Engine core proc EngineCore_DP0 died unexpectedly, shutting down client."),
+            ["EngineCore_DP0"]
+        );
+        assert_eq!(
+            names("Engine core initialization failed. See root cause above. Failed core proc(s): {'EngineCore_DP0': 1, 'EngineCore_DP1': 1}"),
+            ["EngineCore_DP0", "EngineCore_DP1"]
+        );
+        // `Worker` as a word is no process name.
+        assert_eq!(
+            names("Worker proc VllmWorker-3 died unexpectedly"),
+            ["VllmWorker-3"]
+        );
+    }
+}

@@ -1,0 +1,287 @@
+//! Signature rules: how a root cause shows in a log, as data (`harness/rules/signatures.toml`,
+//! embedded at build time, extendable with `--rules FILE`).
+//!
+//! Main type: [`RuleSet`]. Matching is two-step: one Aho–Corasick pass over a line finds which
+//! rules' literals occur, then only those rules' regexes run.
+
+use std::fmt;
+use std::sync::OnceLock;
+
+use aho_corasick::AhoCorasick;
+use regex::Regex;
+use serde::Deserialize;
+
+/// What a matching line says about the failure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// A root cause.
+    Cause,
+    /// A root cause only when nothing else failed (a supervisor's report, a watchdog timeout).
+    Weak,
+    /// A known consequence of another failure.
+    Echo,
+    /// Never a candidate.
+    Noise,
+}
+
+/// One compiled rule.
+#[derive(Clone, Debug)]
+pub struct Rule {
+    pub id: String,
+    pub role: Role,
+    pub regex: Regex,
+    pub frames: Option<Regex>,
+    pub prefer: Option<Regex>,
+    pub any_level: bool,
+    pub hung: bool,
+    pub priority: i32,
+    pub layer: Option<String>,
+    pub meaning: Option<String>,
+    pub fix: Option<String>,
+    /// Prefilter: at least one must occur in the line.
+    pub literals: Vec<String>,
+    /// From a `--rules` file.
+    pub user: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFile {
+    rule: Vec<RawRule>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRule {
+    id: String,
+    role: Option<Role>,
+    #[serde(default)]
+    literals: Vec<String>,
+    regex: String,
+    frames: Option<String>,
+    prefer: Option<String>,
+    #[serde(default)]
+    any_level: bool,
+    status: Option<String>,
+    priority: Option<i32>,
+    layer: Option<String>,
+    meaning: Option<String>,
+    fix: Option<String>,
+}
+
+/// A rule file problem.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuleError {
+    pub source: String,
+    pub message: String,
+}
+
+impl fmt::Display for RuleError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.source, self.message)
+    }
+}
+
+impl std::error::Error for RuleError {}
+
+/// All rules, with the literal prefilter.
+#[derive(Clone, Debug)]
+pub struct RuleSet {
+    rules: Vec<Rule>,
+    ac: AhoCorasick,
+    /// For each literal pattern, the rules it selects.
+    by_literal: Vec<Vec<usize>>,
+    /// Rules without literals: always run.
+    always: Vec<usize>,
+}
+
+const BUILTIN: &str = include_str!("../rules/signatures.toml");
+
+/// The taxonomy ids (the same file the simulator uses).
+pub fn taxonomy_ids() -> &'static [String] {
+    vocab::taxonomy::ids()
+}
+
+impl RuleSet {
+    /// The built-in rules.
+    pub fn builtin() -> &'static RuleSet {
+        static SET: OnceLock<RuleSet> = OnceLock::new();
+        SET.get_or_init(|| {
+            let rules = parse(BUILTIN, "built-in signatures.toml", false)
+                .expect("built-in rules are valid (checked by tests)");
+            RuleSet::from_rules(rules)
+        })
+    }
+
+    /// The built-in rules plus a user rule file (its rules take precedence at equal priority).
+    pub fn with_user_rules(text: &str, source: &str) -> Result<RuleSet, RuleError> {
+        let mut rules = parse(text, source, true)?;
+        rules.extend(RuleSet::builtin().rules.iter().cloned());
+        Ok(RuleSet::from_rules(rules))
+    }
+
+    fn from_rules(rules: Vec<Rule>) -> RuleSet {
+        let mut literals: Vec<String> = Vec::new();
+        let mut by_literal: Vec<Vec<usize>> = Vec::new();
+        let mut always = Vec::new();
+        for (i, rule) in rules.iter().enumerate() {
+            if rule.literals.is_empty() {
+                always.push(i);
+            }
+            for l in rule.literals.iter().cloned() {
+                match literals.iter().position(|x| *x == l) {
+                    Some(p) => by_literal[p].push(i),
+                    None => {
+                        literals.push(l);
+                        by_literal.push(vec![i]);
+                    }
+                }
+            }
+        }
+        let ac = AhoCorasick::new(&literals).expect("literals build an automaton");
+        RuleSet {
+            rules,
+            ac,
+            by_literal,
+            always,
+        }
+    }
+
+    pub fn rules(&self) -> &[Rule] {
+        &self.rules
+    }
+
+    /// Indices of rules whose regex matches `line`.
+    pub fn matches(&self, line: &str) -> Vec<usize> {
+        let mut cand: Vec<usize> = self.always.clone();
+        for m in self.ac.find_overlapping_iter(line) {
+            cand.extend_from_slice(&self.by_literal[m.pattern().as_usize()]);
+        }
+        cand.sort_unstable();
+        cand.dedup();
+        cand.retain(|&i| self.rules[i].regex.is_match(line));
+        cand
+    }
+}
+
+fn parse(text: &str, source: &str, user: bool) -> Result<Vec<Rule>, RuleError> {
+    let err = |message: String| RuleError {
+        source: source.to_string(),
+        message,
+    };
+    let raw: RawFile = toml::from_str(text).map_err(|e| {
+        let where_ = e
+            .span()
+            .map(|s| {
+                let line = text[..s.start.min(text.len())].matches('\n').count() + 1;
+                format!("line {line}: ")
+            })
+            .unwrap_or_default();
+        err(format!("{where_}{}", e.message().trim_end()))
+    })?;
+    let mut out = Vec::new();
+    for (n, r) in raw.rule.into_iter().enumerate() {
+        let role = r.role.unwrap_or(Role::Cause);
+        let known = taxonomy_ids().contains(&r.id) || r.id == "unknown";
+        if !user && !known {
+            return Err(err(format!(
+                "rule {}: id `{}` is not in taxonomy.toml",
+                n + 1,
+                r.id
+            )));
+        }
+        if r.id.trim().is_empty() {
+            return Err(err(format!("rule {}: empty id", n + 1)));
+        }
+        let compile = |what: &str, s: &str| {
+            Regex::new(s).map_err(|e| err(format!("rule {} ({}): bad {what}: {e}", n + 1, r.id)))
+        };
+        let hung = match r.status.as_deref() {
+            None | Some("crashed") => false,
+            Some("hung") => true,
+            Some(other) => {
+                return Err(err(format!(
+                    "rule {} ({}): status must be \"crashed\" or \"hung\", not {other:?}",
+                    n + 1,
+                    r.id
+                )))
+            }
+        };
+        out.push(Rule {
+            id: r.id.clone(),
+            role,
+            regex: compile("regex", &r.regex)?,
+            frames: r
+                .frames
+                .as_deref()
+                .map(|f| compile("frames", f))
+                .transpose()?,
+            prefer: r
+                .prefer
+                .as_deref()
+                .map(|f| compile("prefer", f))
+                .transpose()?,
+            any_level: r.any_level,
+            hung,
+            priority: r.priority.unwrap_or(50) + if user { 1 } else { 0 },
+            layer: r.layer,
+            meaning: r.meaning,
+            fix: r.fix,
+            literals: r.literals,
+            user,
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_rules_cover_the_taxonomy() {
+        let set = RuleSet::builtin();
+        for id in taxonomy_ids() {
+            assert!(
+                set.rules()
+                    .iter()
+                    .any(|r| &r.id == id && r.role != Role::Noise),
+                "no rule for taxonomy id {id}"
+            );
+        }
+    }
+
+    #[test]
+    fn headline_matches_fp8_rule() {
+        let set = RuleSet::builtin();
+        let line = "ValueError: No valid attention backend found for cuda with AttentionSelectorConfig(head_size=576, dtype=torch.bfloat16, kv_cache_dtype=fp8_e4m3, block_size=None, use_mla=True, has_sink=False, use_sparse=False, use_mm_prefix=False, attn_type=AttentionType.DECODER). Reasons: {FLASH_ATTN_MLA: [kv_cache_dtype not supported], TRITON_MLA: [kv_cache_dtype not supported]}.";
+        let ids: Vec<_> = set
+            .matches(line)
+            .iter()
+            .map(|&i| set.rules()[i].id.clone())
+            .collect();
+        assert!(ids.contains(&"fp8_kv_cache_unsupported_backend".to_string()));
+        assert!(ids.contains(&"attention_backend_unsupported".to_string()));
+    }
+
+    #[test]
+    fn user_rules_extend_and_bad_rules_are_errors() {
+        let set = RuleSet::with_user_rules(
+            "[[rule]]\nid = \"my_cause\"\nliterals = [\"frobnicate\"]\nregex = 'frobnicate failed'\n",
+            "mine.toml",
+        )
+        .unwrap();
+        let m = set.matches("RuntimeError: frobnicate failed");
+        assert_eq!(set.rules()[m[0]].id, "my_cause");
+        // The built-ins still work after a user file.
+        assert!(!set
+            .matches("OSError: [Errno 98] Address already in use")
+            .is_empty());
+        let e = RuleSet::with_user_rules("[[rule]]\nid = \"x\"\nregex = '('\n", "bad.toml")
+            .unwrap_err();
+        assert!(e.message.contains("bad regex"), "{e}");
+        let e = RuleSet::with_user_rules("[[rule]]\nid = \"x\"\n", "bad.toml").unwrap_err();
+        assert!(e.message.contains("regex"), "{e}");
+    }
+}
