@@ -1,10 +1,11 @@
-//! Project automation: `cargo xtask scenario | ci | bench | tidy | image | fuzz | capture | realism`.
+//! Project automation: `cargo xtask scenario | ci | bench | tidy | image | fuzz | capture | realism | corpus`.
 //! Everything the project needs to build, test and measure itself lives here (no shell scripts
 //! beyond `.ci/run`).
 
 mod bench;
 mod capture;
 mod ci;
+mod corpus;
 mod fuzz;
 mod image;
 mod realism;
@@ -32,6 +33,8 @@ enum Cmd {
     Capture(capture::CaptureArgs),
     /// Line-template coverage of the real vLLM captures by the simulator, per version.
     Realism(realism::RealismArgs),
+    /// Triage scored on the labelled real logs of scenarios/real/ (line, id, status per directory).
+    Corpus(corpus::CorpusArgs),
     /// Build the fake GPU host image faultkit/gpu-host:dev (FROM scratch, no registry).
     Image(image::ImageArgs),
     /// Fuzz the readers of untrusted bytes (framer, triage, scenario files); --smoke for CI.
@@ -88,6 +91,7 @@ fn main() -> Result<()> {
         Cmd::Image(a) => image::run(a)?,
         Cmd::Fuzz(a) => fuzz::run(a)?,
         Cmd::Realism(a) => realism::run(a)?,
+        Cmd::Corpus(a) => corpus::run(a)?,
         Cmd::Capture(a) => capture::run(a)?,
     };
     std::process::exit(code);

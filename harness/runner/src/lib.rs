@@ -11,6 +11,7 @@ pub mod cli;
 pub mod compare;
 #[cfg(feature = "container")]
 pub mod container;
+pub mod corpus;
 pub mod process;
 pub mod realism;
 pub mod report;
