@@ -1,7 +1,9 @@
 //! Finding scenario files: by name (`fp8-kv-sm120`), by `group/name`, by glob, or by path.
 //!
-//! Main type: [`ScenarioDir`]. The directory is `$FAULTKIT_SCENARIOS`, else `./scenarios`, else the
-//! `scenarios/` folder of the source tree faultkit was built from.
+//! Main type: [`ScenarioDir`]. The directory is the one named (`--scenarios DIR`), else
+//! `$FAULTKIT_SCENARIOS`, else `./scenarios`, else the catalog embedded in the binary at build
+//! time ([`embedded`]), written out once under the user's cache directory — so an installed
+//! `faultkit` needs no source tree.
 
 use std::path::{Path, PathBuf};
 
@@ -30,19 +32,30 @@ pub enum FindError {
     },
 }
 
+/// The environment variable naming a scenario directory.
+pub const SCENARIOS_ENV: &str = "FAULTKIT_SCENARIOS";
+
 impl ScenarioDir {
-    /// The default scenario directory.
-    pub fn discover() -> ScenarioDir {
-        if let Some(d) = std::env::var_os("FAULTKIT_SCENARIOS") {
-            return ScenarioDir { root: d.into() };
+    /// The scenario directory: `explicit` (a `--scenarios` option), else `$FAULTKIT_SCENARIOS`,
+    /// else `./scenarios` when it exists, else the embedded catalog.
+    pub fn discover(explicit: Option<&Path>) -> Result<ScenarioDir, FindError> {
+        let named = explicit
+            .map(Path::to_path_buf)
+            .or_else(|| std::env::var_os(SCENARIOS_ENV).map(PathBuf::from));
+        if let Some(root) = named {
+            if !root.is_dir() {
+                return Err(FindError::Usage(format!(
+                    "scenario directory {}: not a directory",
+                    root.display()
+                )));
+            }
+            return Ok(ScenarioDir { root });
         }
         let cwd = PathBuf::from("scenarios");
         if cwd.is_dir() {
-            return ScenarioDir { root: cwd };
+            return Ok(ScenarioDir { root: cwd });
         }
-        ScenarioDir {
-            root: Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios"),
-        }
+        embedded::extract().map(|root| ScenarioDir { root })
     }
 
     /// Every scenario file (`<group>/<name>.toml`), sorted by `group/name`.
@@ -139,9 +152,81 @@ pub fn glob_match(pattern: &str, s: &str) -> bool {
     go(pattern.as_bytes(), s.as_bytes())
 }
 
+/// The scenario catalog compiled into the binary (`build.rs`), and its copy on disk.
+pub mod embedded {
+    use std::path::{Path, PathBuf};
+
+    use super::FindError;
+
+    include!(concat!(env!("OUT_DIR"), "/embedded_scenarios.rs"));
+
+    /// Writes the embedded catalog once to `<cache>/faultkit/scenarios-<hash>/` (the hash of its
+    /// contents, so a newer binary never reads an older copy) and returns that directory.
+    pub fn extract() -> Result<PathBuf, FindError> {
+        let dir = cache_dir().join(format!("scenarios-{:016x}", content_hash()));
+        if dir.join(".complete").is_file() {
+            return Ok(dir);
+        }
+        let io = |p: &Path| {
+            let dir = p.display().to_string();
+            move |source| FindError::Io { dir, source }
+        };
+        // Written beside, then renamed into place: a concurrent run never sees half a catalog.
+        let tmp = dir.with_extension(format!("tmp{}", std::process::id()));
+        for (rel, text) in FILES {
+            let path = tmp.join(rel);
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent).map_err(io(parent))?;
+            }
+            std::fs::write(&path, text).map_err(io(&path))?;
+        }
+        std::fs::write(tmp.join(".complete"), "").map_err(io(&tmp))?;
+        if std::fs::rename(&tmp, &dir).is_err() {
+            // Another run put it there first; ours is the same bytes.
+            let _ = std::fs::remove_dir_all(&tmp);
+        }
+        if dir.join(".complete").is_file() {
+            Ok(dir)
+        } else {
+            Err(FindError::Usage(format!(
+                "could not write the embedded scenarios to {}",
+                dir.display()
+            )))
+        }
+    }
+
+    fn cache_dir() -> PathBuf {
+        std::env::var_os("XDG_CACHE_HOME")
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+            .unwrap_or_else(std::env::temp_dir)
+            .join("faultkit")
+    }
+
+    /// FNV-1a over every path and text: stable across builds and platforms.
+    fn content_hash() -> u64 {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for (rel, text) in FILES {
+            for b in rel.bytes().chain([0]).chain(text.bytes()).chain([0]) {
+                h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+            }
+        }
+        h
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_catalog_is_embedded_with_its_snapshots() {
+        let names: Vec<&str> = embedded::FILES.iter().map(|(n, _)| *n).collect();
+        assert!(names.contains(&"crash/fp8-kv-sm120.toml"), "{names:?}");
+        assert!(names.contains(&"crash/fp8-kv-sm120.report"));
+        assert!(names.iter().all(|n| !n.starts_with("real/")));
+    }
 
     #[test]
     fn globs() {

@@ -70,6 +70,10 @@ pub struct ScenarioArgs {
     /// Seconds a command under test may run per case.
     #[arg(long, default_value_t = 60)]
     timeout: u64,
+    /// Scenario directory [default: $FAULTKIT_SCENARIOS, else ./scenarios, else the catalog
+    /// built into faultkit].
+    #[arg(long, value_name = "DIR")]
+    scenarios: Option<PathBuf>,
 }
 
 impl ScenarioArgs {
@@ -85,9 +89,10 @@ fn runner_of(s: &str) -> Runner {
 
 /// Run the command; `reproduce_with` is how users invoke it (`cargo xtask scenario`).
 pub fn run(a: ScenarioArgs, reproduce_with: &str, commit: Option<String>) -> ExitCode {
-    let dir = ScenarioDir::discover();
     let runner = runner_of(&a.runner);
-    let cases = match select_cases(&a, &dir, runner) {
+    let cases = match ScenarioDir::discover(a.scenarios.as_deref())
+        .and_then(|dir| select_cases(&a, &dir, runner))
+    {
         Ok(c) => c,
         Err(e) => {
             eprintln!("faultkit: {e}");

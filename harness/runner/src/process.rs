@@ -72,20 +72,34 @@ impl ProcessRun {
 }
 
 /// Finds the `fake-vllm` binary: `$FAULTKIT_FAKE_VLLM`, else beside this executable (or its
-/// parent directory, for test binaries in `deps/`).
+/// parent directory, for test binaries in `deps/`), else on `PATH`.
 pub fn fake_vllm() -> Result<PathBuf, String> {
-    if let Some(p) = std::env::var_os("FAULTKIT_FAKE_VLLM") {
-        return Ok(PathBuf::from(p));
+    if let Some(p) = std::env::var_os(FAKE_VLLM_ENV) {
+        let p = PathBuf::from(p);
+        return if p.is_file() {
+            Ok(p)
+        } else {
+            Err(format!("{FAKE_VLLM_ENV}={}: no such file", p.display()))
+        };
     }
     let exe = std::env::current_exe().map_err(|e| format!("current exe: {e}"))?;
-    for dir in exe.ancestors().skip(1).take(2) {
-        let cand = dir.join("fake-vllm");
-        if cand.is_file() {
-            return Ok(cand);
-        }
-    }
-    Err("fake-vllm not found beside this program: build it with `cargo build -p generator --bins` (or set FAULTKIT_FAKE_VLLM)".into())
+    let beside = exe.ancestors().skip(1).take(2).map(Path::to_path_buf);
+    let on_path = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .unwrap_or_default();
+    beside
+        .chain(on_path)
+        .map(|dir| dir.join("fake-vllm"))
+        .find(|c| c.is_file())
+        .ok_or_else(|| {
+            format!(
+                "fake-vllm not found beside this program or on PATH: build it with `cargo build --release -p fake-vllm`, install it with `cargo install --path simulators/fake-vllm`, or name it with {FAKE_VLLM_ENV}=PATH"
+            )
+        })
 }
+
+/// Names the `fake-vllm` binary the process runner and `faultkit fake-host` use.
+pub const FAKE_VLLM_ENV: &str = "FAULTKIT_FAKE_VLLM";
 
 /// The host of one case: shims, model directory, GPU state, state dir, a free port.
 struct Host {

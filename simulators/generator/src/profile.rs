@@ -363,26 +363,8 @@ struct RawProfile {
     chain: BTreeMap<String, Vec<ChainLink>>,
 }
 
-const PROFILE_FILES: &[(&str, &str)] = &[
-    ("v0.6.4.toml", include_str!("../data/profiles/v0.6.4.toml")),
-    ("v0.8.5.toml", include_str!("../data/profiles/v0.8.5.toml")),
-    (
-        "v0.10.1.toml",
-        include_str!("../data/profiles/v0.10.1.toml"),
-    ),
-    (
-        "v0.10.2.toml",
-        include_str!("../data/profiles/v0.10.2.toml"),
-    ),
-    (
-        "v0.15.1.toml",
-        include_str!("../data/profiles/v0.15.1.toml"),
-    ),
-    (
-        "v0.18.1.toml",
-        include_str!("../data/profiles/v0.18.1.toml"),
-    ),
-];
+// Every file of `data/profiles/`, listed by `build.rs`.
+include!(concat!(env!("OUT_DIR"), "/profile_files.rs"));
 
 fn all() -> &'static [Profile] {
     static ALL: OnceLock<Vec<Profile>> = OnceLock::new();

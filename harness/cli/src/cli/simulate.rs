@@ -35,6 +35,10 @@ pub struct Args {
     /// List the scenarios and exit.
     #[arg(long)]
     list: bool,
+    /// Scenario directory [default: $FAULTKIT_SCENARIOS, else ./scenarios, else the catalog
+    /// built into faultkit].
+    #[arg(long, value_name = "DIR")]
+    scenarios: Option<PathBuf>,
 }
 
 /// Parse `123`, `500MB`, `1GiB`, `2k`.
@@ -67,7 +71,10 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
 }
 
 pub fn run(a: Args) -> anyhow::Result<ExitCode> {
-    let dir = ScenarioDir::discover();
+    let dir = match ScenarioDir::discover(a.scenarios.as_deref()) {
+        Ok(d) => d,
+        Err(e) => return fail(ExitCode::Usage, e),
+    };
     if a.list {
         let scenarios = match dir.load_all() {
             Ok(s) => s,

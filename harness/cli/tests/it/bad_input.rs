@@ -464,7 +464,7 @@ fn run_row(row: &Row) -> RowResult {
     cmd.args(&args)
         .env(
             "FAULTKIT_SCENARIOS",
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios"),
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios"),
         )
         .env_remove("NO_COLOR")
         .stdin(Stdio::null())
@@ -642,7 +642,7 @@ fn simulate(dir: &Path, name: &str) -> PathBuf {
         .arg(dir)
         .env(
             "FAULTKIT_SCENARIOS",
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios"),
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios"),
         )
         .stderr(Stdio::null())
         .status()

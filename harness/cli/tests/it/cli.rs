@@ -8,7 +8,7 @@ fn faultkit() -> Command {
     let mut c = Command::cargo_bin("faultkit").expect("faultkit builds");
     c.env(
         "FAULTKIT_SCENARIOS",
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios"),
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios"),
     );
     c.env_remove("NO_COLOR");
     c

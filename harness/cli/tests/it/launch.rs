@@ -503,7 +503,7 @@ fn follow_answers_for_the_launch_a_pid_belongs_to() {
     let mut sim = Command::cargo_bin("faultkit").unwrap();
     sim.env(
         "FAULTKIT_SCENARIOS",
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios"),
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios"),
     );
     sim.args(["simulate", "relaunch-stale-tail", "--out"])
         .arg(t.path())

@@ -10,7 +10,7 @@ use triage::{self, Options, Output};
 
 fn scenarios() -> Vec<Scenario> {
     runner::catalog::ScenarioDir {
-        root: std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios"),
+        root: std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios"),
     }
     .load_all()
     .expect("scenarios load")

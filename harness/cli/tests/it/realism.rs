@@ -14,7 +14,7 @@ const MISSING_SHOWN: usize = 12;
 
 #[test]
 fn every_capture_is_covered_by_the_simulator() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let dir = ScenarioDir {
         root: root.join("scenarios"),
     };

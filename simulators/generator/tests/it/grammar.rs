@@ -188,7 +188,7 @@ fn every_line_of_every_scenario_is_grammatical() {
                 },
             );
             if let Err(e) = check(&s, &log) {
-                panic!("{} seed {seed}: {e}\nreproduce: cargo run -p harness -- simulate {} --seed {seed}", s.id(), s.id());
+                panic!("{} seed {seed}: {e}\nreproduce: cargo run -p faultkit -- simulate {} --seed {seed}", s.id(), s.id());
             }
         }
     }

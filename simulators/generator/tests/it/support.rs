@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use generator::Scenario;
 
 pub fn scenario_files() -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
     let mut out = Vec::new();
     for g in std::fs::read_dir(&root).expect("scenarios/") {
         let g = g.unwrap().path();
