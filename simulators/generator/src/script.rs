@@ -9,6 +9,7 @@
 //! CUDA wheel on a host without GPU) lives in [`cpu`].
 
 use std::collections::BTreeMap;
+use std::ops::ControlFlow;
 
 use crate::clock::SimTime;
 use crate::deploy::{Deployment, Failure};
@@ -139,6 +140,83 @@ struct Builder<'a> {
 const API: usize = 0;
 
 impl<'a> Builder<'a> {
+    /// A launch's builder: the template variables every message may use, and the API server
+    /// (process `API`) started at `start` with `api_pid`.
+    fn new(
+        d: &'a Deployment,
+        env: &'a BTreeMap<String, String>,
+        seed: Seed,
+        start: SimTime,
+        api_pid: u32,
+    ) -> Builder<'a> {
+        let p = d.profile;
+        let mut b = Builder {
+            d,
+            p,
+            env,
+            rng: SharedRng::new(seed.derive("timing", 0).rng()),
+            procs: Vec::new(),
+            clocks: Vec::new(),
+            prefixed: Vec::new(),
+            events: Vec::new(),
+            root: None,
+            vars: BTreeMap::new(),
+            deaths: Vec::new(),
+            hangs: Vec::new(),
+            shm_names: Vec::new(),
+            node_ips: Vec::new(),
+            node_loss: None,
+        };
+        let model_name = d.args.model.clone();
+        b.vars.insert("version", d.version.to_string());
+        b.vars.insert("model", model_name);
+        b.vars.insert("site", p.site.clone());
+        b.vars.insert("nccl", p.nccl_version.clone());
+        b.vars.insert("max_model_len", d.max_model_len.to_string());
+        b.vars.insert("host", d.args.host.clone());
+        b.vars.insert("port", d.args.port.to_string());
+        b.vars.insert("world", d.world.to_string());
+        b.vars.insert("tp", d.tp.to_string());
+        b.vars
+            .insert("tokens", d.max_num_batched_tokens.to_string());
+        b.spawn(
+            Some("APIServer".into()),
+            "APIServer".into(),
+            api_pid,
+            start,
+            p.api_server_prefixed,
+        );
+        b
+    }
+
+    /// The launch as written so far, ending in `status` (a launch with no failure that stopped
+    /// short of its end is ready); traffic, if any, from `traffic_from`.
+    fn finish(self, status: LaunchStatus, traffic_from: Option<SimTime>) -> LaunchLog {
+        let end = self.clocks.iter().copied().max().unwrap_or_default();
+        let failure = self.d.failure.clone();
+        let status = if status == LaunchStatus::Crashed && failure.is_none() {
+            LaunchStatus::Ready
+        } else {
+            status
+        };
+        LaunchLog {
+            api_pid: self.procs[API].pid,
+            port: self.d.args.port,
+            procs: self.procs,
+            events: self.events,
+            status,
+            failure,
+            root: self.root,
+            traffic_from,
+            end,
+            deaths: self.deaths,
+            hangs: self.hangs,
+            shm_names: self.shm_names,
+            node_ips: self.node_ips,
+            node_loss: self.node_loss,
+        }
+    }
+
     fn spawn(
         &mut self,
         name: Option<String>,
@@ -360,6 +438,14 @@ impl<'a> Builder<'a> {
         self.root = Some(idx);
     }
 
+    /// The root cause is event `idx` (its first line) after all: earlier marks are cleared.
+    fn remark_root(&mut self, idx: usize) {
+        for ev in self.events.iter_mut() {
+            ev.mark = None;
+        }
+        self.mark_root(idx, 0);
+    }
+
     /// A sub-stream of the launch's randomness for ids that must not shift other draws.
     fn d_rng(&self) -> Rng {
         Seed(self.rng.next_u64()).rng()
@@ -443,6 +529,32 @@ fn py_bool(b: bool) -> String {
 }
 
 /// Build one launch.
+/// What a startup phase tells the launch: go on, or the launch ends here in this status.
+type Step = ControlFlow<LaunchStatus>;
+
+/// The launch ends here with the process tree crashed.
+const CRASHED: Step = ControlFlow::Break(LaunchStatus::Crashed);
+
+/// State one V1 launch carries from phase to phase.
+struct Launch {
+    /// The launch's own random stream (pids, hashes, names); timing draws from the builder's.
+    rng: Rng,
+    api_pid: u32,
+    failure: Option<Failure>,
+    /// vLLM's CUDA wheel on a host without a GPU (with or without the CPU platform plugin).
+    gpu_less: bool,
+    /// The CPU platform plugin is loaded.
+    on_cpu: bool,
+    eng: usize,
+    engine_pid: u32,
+    engine_name: String,
+    ray_ips: Vec<String>,
+    workers: Vec<usize>,
+    uniproc: bool,
+    /// The time the KV cache was sized (the start of `init_engine_took`).
+    t_kv: SimTime,
+}
+
 pub fn build_launch(
     d: &Deployment,
     env: &BTreeMap<String, String>,
@@ -453,98 +565,107 @@ pub fn build_launch(
     let p = d.profile;
     let mut rng = seed.derive("launch", 0).rng();
     let api_pid = rng.range(2_000, 390_000) as u32;
-    let mut b = Builder {
-        d,
-        p,
-        env,
-        rng: SharedRng::new(seed.derive("timing", 0).rng()),
-        procs: Vec::new(),
-        clocks: Vec::new(),
-        prefixed: Vec::new(),
-        events: Vec::new(),
-        root: None,
-        vars: BTreeMap::new(),
-        deaths: Vec::new(),
-        hangs: Vec::new(),
-        shm_names: Vec::new(),
-        node_ips: Vec::new(),
-        node_loss: None,
-    };
-    let model_name = d.args.model.clone();
-    b.vars.insert("version", d.version.to_string());
-    b.vars.insert("model", model_name.clone());
-    b.vars.insert("site", p.site.clone());
-    b.vars.insert("nccl", p.nccl_version.clone());
-    b.vars.insert("max_model_len", d.max_model_len.to_string());
-    b.vars.insert("host", d.args.host.clone());
-    b.vars.insert("port", d.args.port.to_string());
-    b.vars.insert("world", d.world.to_string());
-    b.vars.insert("tp", d.tp.to_string());
-    b.vars
-        .insert("tokens", d.max_num_batched_tokens.to_string());
-
-    let api_prefixed = p.api_server_prefixed;
-    b.spawn(
-        Some("APIServer".into()),
-        "APIServer".into(),
+    let mut b = Builder::new(d, env, seed, start, api_pid);
+    let mut l = Launch {
+        rng,
         api_pid,
-        start,
-        api_prefixed,
-    );
+        failure: d.failure.clone(),
+        gpu_less: d.platform != Platform::Cuda,
+        on_cpu: d.platform == Platform::CpuPlugin,
+        eng: API,
+        engine_pid: 0,
+        engine_name: String::new(),
+        ray_ips: Vec::new(),
+        workers: Vec::new(),
+        uniproc: d.world == 1,
+        t_kv: SimTime::default(),
+    };
+    if let ControlFlow::Break(status) = api_server_config(&mut b, &l) {
+        return b.finish(status, None);
+    }
+    if p.engine == Engine::V0 {
+        if l.on_cpu {
+            return cpu::v0_launch(b);
+        }
+        return v0_launch(b, ending);
+    }
+    let startup = [
+        v1_api_client,
+        engine_core,
+        spawn_workers,
+        distributed_init,
+        device_init_failures,
+        start_loading,
+        attention_backend,
+        load_weights,
+        torch_compile,
+        kv_cache,
+        cuda_graphs,
+    ];
+    for phase in startup {
+        if let ControlFlow::Break(status) = phase(&mut b, &mut l) {
+            return b.finish(status, None);
+        }
+    }
+    let traffic_from = api_server_up(&mut b, &l);
+    let status = serve(&mut b, &l, ending);
+    b.finish(status, Some(traffic_from))
+}
 
-    let mut status = LaunchStatus::Crashed;
-
-    let failure = d.failure.clone();
-
+/// The API server from `import vllm` to a checked `VllmConfig`: argparse, the port, the model's
+/// config and the parallel, cache and quantization checks, in vLLM's order.
+fn api_server_config(b: &mut Builder<'_>, l: &Launch) -> Step {
+    let (d, p) = (b.d, b.p);
+    let failure = &l.failure;
+    let api_prefixed = p.api_server_prefixed;
     // argparse runs before anything is logged (but after `import vllm`).
-    let gpu_less = d.platform != Platform::Cuda;
-    if gpu_less {
-        cpu::import_preamble(&mut b, API);
+    if l.gpu_less {
+        cpu::import_preamble(b, API);
     }
-    if let Some(Failure::Cli(problem)) = &failure {
-        cli_error(&mut b, problem);
-        return finish(b, status, failure, None, api_pid, d.args.port);
+    if let Some(Failure::Cli(problem)) = failure {
+        cli_error(b, problem);
+        return CRASHED;
     }
-    if let Some(Failure::NoPlatform) = &failure {
-        if cpu::no_platform_at_parser(&mut b) {
-            return finish(b, status, failure, None, api_pid, d.args.port);
+    if let Some(Failure::NoPlatform) = failure {
+        if cpu::no_platform_at_parser(b) {
+            return CRASHED;
         }
     }
     if p.platform_detected_level != "DEBUG" && d.platform == Platform::Cuda {
         // Printed at import time, before the API server decorates its streams.
         b.prefixed[API] = false;
-        platform_line(&mut b, API);
+        platform_line(b, API);
         b.prefixed[API] = api_prefixed;
     }
-    if gpu_less {
+    if l.gpu_less {
         b.advance_ms(API, 2000, 6000);
     }
-    banner(&mut b);
+    banner(b);
 
-    if let Some(Failure::PortInUse) = &failure {
+    if let Some(Failure::PortInUse) = failure {
         b.advance_ms(API, 40, 300);
         let tb = Traceback::new(p.error("port_in_use"))
             .with(p, "api_main")
             .with(p, "api_setup_server");
         b.stderr_traceback(API, None, &tb, true);
-        return finish(b, status, failure, None, api_pid, d.args.port);
+        return CRASHED;
     }
     // `set_ulimit()` right after the port is bound.
-    ulimit_warning(&mut b);
-    match &failure {
+    ulimit_warning(b);
+    match failure {
         Some(Failure::NoPlatform) => {
-            cpu::no_platform_at_engine_args(&mut b);
-            return finish(b, status, failure, None, api_pid, d.args.port);
+            cpu::no_platform_at_engine_args(b);
+            return CRASHED;
         }
         Some(Failure::ModelPathMissing) => {
             b.advance_ms(API, 200, 900);
-            model_path_missing(&mut b);
-            return finish(b, status, failure, None, api_pid, d.args.port);
+            model_path_missing(b);
+            return CRASHED;
         }
         Some(Failure::TrustRemoteCode) => {
             b.advance_ms(API, 800, 4000);
-            trust_remote_code(&mut b);
-            return finish(b, status, failure, None, api_pid, d.args.port);
+            trust_remote_code(b);
+            return CRASHED;
         }
         Some(Failure::UnsupportedArch) => {
             b.advance_ms(API, 800, 4000);
@@ -553,8 +674,8 @@ pub fn build_launch(
                 .map(|m| m.architecture().to_string())
                 .unwrap_or_default();
             let exc = b.fill(p.error("unsupported_arch"), &[("arch", arch)]);
-            api_config_error(&mut b, &exc, &["api_config"]);
-            return finish(b, status, failure, None, api_pid, d.args.port);
+            api_config_error(b, &exc, &["api_config"]);
+            return CRASHED;
         }
         _ => {}
     }
@@ -566,8 +687,8 @@ pub fn build_launch(
         .map(|m| m.architecture().to_string())
         .unwrap_or_default();
     b.log(API, "resolved_arch", &[("arch", arch)]);
-    dtype_lines(&mut b);
-    if let Some(Failure::MaxLenExceeds { requested, derived }) = &failure {
+    dtype_lines(b);
+    if let Some(Failure::MaxLenExceeds { requested, derived }) = failure {
         let exc = b.fill(
             p.error("max_len_exceeds"),
             &[
@@ -581,15 +702,15 @@ pub fn build_launch(
         } else {
             &["api_config"]
         };
-        api_config_error(&mut b, &exc, stacks);
-        return finish(b, status, failure, None, api_pid, d.args.port);
+        api_config_error(b, &exc, stacks);
+        return CRASHED;
     }
     b.log(API, "max_model_len", &[]);
     if p.msg("task_resolution").is_some() {
         b.advance_ms(API, 4000, 11000);
-        task_resolution(&mut b);
+        task_resolution(b);
     }
-    let on_cpu = d.platform == Platform::CpuPlugin;
+    let on_cpu = l.on_cpu;
     if on_cpu && p.engine == Engine::V0 {
         // The CPU platform falls back to the V0 engine; its executor is always `mp`.
         b.log(API, "v1_fallback_cpu", &[]);
@@ -599,12 +720,11 @@ pub fn build_launch(
         b.log(API, "custom_ar_unsupported_platform", &[]);
     }
     // Checks of the parallel config: before the cache config in V0, in `VllmConfig` in V1.
-    let tp_heads_now =
-        |b: &Builder<'_>| b.p.engine == Engine::V0 || b.d.version < Version::new(0, 10, 0);
-    if let (Some(Failure::TpHeads { heads }), true) = (&failure, tp_heads_now(&b)) {
+    let tp_heads_now = p.engine == Engine::V0 || d.version < Version::new(0, 10, 0);
+    if let (Some(Failure::TpHeads { heads }), true) = (failure, tp_heads_now) {
         let exc = b.fill(p.error("tp_heads"), &[("heads", heads.to_string())]);
-        api_config_error(&mut b, &exc, &["api_config_verify"]);
-        return finish(b, status, failure, None, api_pid, d.args.port);
+        api_config_error(b, &exc, &["api_config_verify"]);
+        return CRASHED;
     }
     if on_cpu {
         b.log(API, "cpu_kv_space", &[("gib", fmt2(d.cpu_kv_gib))]);
@@ -623,11 +743,11 @@ pub fn build_launch(
             &[("tokens", d.max_num_batched_tokens.to_string())],
         );
     }
-    match &failure {
+    match failure {
         Some(Failure::TpHeads { heads }) => {
             let exc = b.fill(p.error("tp_heads"), &[("heads", heads.to_string())]);
-            api_config_error(&mut b, &exc, &["api_config_verify"]);
-            return finish(b, status, failure, None, api_pid, d.args.port);
+            api_config_error(b, &exc, &["api_config_verify"]);
+            return CRASHED;
         }
         Some(Failure::QuantCapability { quant, min }) => {
             let exc = b.fill(
@@ -638,8 +758,8 @@ pub fn build_launch(
                     ("cap", d.gpu.capability_int().to_string()),
                 ],
             );
-            api_config_error(&mut b, &exc, &["api_quant_verify"]);
-            return finish(b, status, failure, None, api_pid, d.args.port);
+            api_config_error(b, &exc, &["api_quant_verify"]);
+            return CRASHED;
         }
         _ => {}
     }
@@ -669,65 +789,70 @@ pub fn build_launch(
             );
         }
     }
+    ControlFlow::Continue(())
+}
 
-    if p.engine == Engine::V0 {
-        if on_cpu {
-            return cpu::v0_launch(b, failure, api_pid);
-        }
-        return v0_launch(b, status, failure, api_pid, ending);
-    }
-    if let Some(Failure::TransformersTooNew) = &failure {
-        // AsyncLLM builds the tokenizer before it starts the engine core.
+/// V1's `AsyncLLM` builds the tokenizer before it starts the engine core.
+fn v1_api_client(b: &mut Builder<'_>, l: &mut Launch) -> Step {
+    let p = b.p;
+    if let Some(Failure::TransformersTooNew) = &l.failure {
         b.advance_ms(API, 300, 2000);
         let tb = Traceback::new(p.error("tokenizer_attr_removed_top"))
             .with(p, "api_main")
             .with(p, "api_engine_client")
             .with(p, "api_tokenizer");
         b.stderr_traceback(API, None, &tb, true);
-        return finish(b, status, failure, None, api_pid, d.args.port);
+        return CRASHED;
     }
+    ControlFlow::Continue(())
+}
 
-    // Engine core.
-    let engine_name = b.fill(&p.engine_name, &[("dp", "0".into())]);
-    let engine_pid = api_pid + rng.range(150, 420) as u32;
+/// The engine core process: its start, its config line, Ray's cluster where Ray runs it.
+fn engine_core(b: &mut Builder<'_>, l: &mut Launch) -> Step {
+    let (d, p) = (b.d, b.p);
+    l.engine_name = b.fill(&p.engine_name, &[("dp", "0".into())]);
+    l.engine_pid = l.api_pid + l.rng.range(150, 420) as u32;
     let t_engine = b.now(API).plus_ms(b.rng.range(5000, 9500));
     let eng = b.spawn(
-        Some(engine_name.clone()),
+        Some(l.engine_name.clone()),
         "EngineCore".into(),
-        engine_pid,
+        l.engine_pid,
         t_engine,
         true,
     );
-    if gpu_less {
-        cpu::import_preamble(&mut b, eng);
+    l.eng = eng;
+    if l.gpu_less {
+        cpu::import_preamble(b, eng);
         b.advance_ms(eng, 1000, 4000);
     } else if p.platform_detected_level != "DEBUG" {
         // Printed at import time, before the prefix is set.
         b.prefixed[eng] = false;
-        platform_line(&mut b, eng);
+        platform_line(b, eng);
         b.prefixed[eng] = true;
     }
     b.log(eng, "engine_waiting_init", &[]);
-    let config = engine_config(&b, d);
+    let config = engine_config(b, d);
     b.log(eng, "engine_init", &[("config", config)]);
-    if on_cpu && d.world == 1 && p.triton_on_worker_import {
+    if l.on_cpu && d.world == 1 && p.triton_on_worker_import {
         // The uniproc executor imports the worker module, and with it Triton.
-        cpu::triton_lines(&mut b, eng);
+        cpu::triton_lines(b, eng);
     }
-    let ray_ips: Vec<String> = if d.ray {
-        ray_startup(&mut b, eng, &mut rng)
-    } else {
-        Vec::new()
-    };
+    if d.ray {
+        l.ray_ips = ray_startup(b, eng, &mut l.rng);
+    }
+    ControlFlow::Continue(())
+}
 
-    let world = d.world;
-    let uniproc = world == 1;
-    let mut workers: Vec<usize> = Vec::new();
-    if uniproc {
-        workers.push(eng);
+/// The workers (or, at world size 1, the engine core as the only rank). On the CPU platform
+/// they fail here.
+fn spawn_workers(b: &mut Builder<'_>, l: &mut Launch) -> Step {
+    let (d, p) = (b.d, b.p);
+    let (eng, on_cpu, world) = (l.eng, l.on_cpu, d.world);
+    if l.uniproc {
+        l.workers.push(eng);
     } else {
-        if !env.contains_key("OMP_NUM_THREADS") && !on_cpu {
-            let threads = [32u32, 48, 56, 64, 96, 112, 128][rng.range(0, 6) as usize];
+        if !b.env.contains_key("OMP_NUM_THREADS") && !on_cpu {
+            let threads = [32u32, 48, 56, 64, 96, 112, 128][l.rng.range(0, 6) as usize];
             b.log(
                 eng,
                 "reduce_torch_threads",
@@ -739,9 +864,9 @@ pub fn build_launch(
             // broadcaster: the handle printed is the engine core's RPC queue to every rank.
             let first_reader = u32::from(!on_cpu);
             let readers: Vec<String> = (first_reader..world).map(|r| r.to_string()).collect();
-            let psm = format!("{:08x}", rng.next_u64() as u32);
+            let psm = format!("{:08x}", l.rng.next_u64() as u32);
             b.shm_names.push(format!("psm_{psm}"));
-            let uuid = uuid(&mut rng);
+            let uuid = uuid(&mut l.rng);
             b.log(
                 eng,
                 "shm_handle",
@@ -753,7 +878,7 @@ pub fn build_launch(
                 ],
             );
         }
-        let first_worker_pid = engine_pid + rng.range(200, 500) as u32;
+        let first_worker_pid = l.engine_pid + l.rng.range(200, 500) as u32;
         let t_workers = b.now(eng).plus_ms(b.rng.range(8000, 13000));
         for r in 0..world {
             let name = worker_name(p, d, r);
@@ -777,104 +902,118 @@ pub fn build_launch(
                 let node = d.node_of(r) as usize;
                 b.procs[w].name = Some("RayWorkerWrapper".into());
                 b.procs[w].ray = Some(crate::record::RayActor {
-                    driver_name: engine_name.clone(),
-                    driver_pid: engine_pid,
-                    ip: (node > 0).then(|| ray_ips[node].clone()),
+                    driver_name: l.engine_name.clone(),
+                    driver_pid: l.engine_pid,
+                    ip: (node > 0).then(|| l.ray_ips[node].clone()),
                 });
                 b.prefixed[w] = true;
             }
-            workers.push(w);
+            l.workers.push(w);
         }
     }
     let port = b.rng.range(30_000, 60_000);
     b.vars.insert("dist_port", port.to_string());
     if on_cpu {
-        cpu::v1_workers_fail(&mut b, &workers, eng, api_pid);
-        return finish(b, status, failure, None, api_pid, d.args.port);
+        cpu::v1_workers_fail(b, &l.workers, eng, l.api_pid);
+        return CRASHED;
     }
+    ControlFlow::Continue(())
+}
 
-    // Distributed init (workers, before decoration).
-    if !uniproc {
-        let pcie = d.gpu.interconnect == crate::catalog::Interconnect::Pcie;
-        for (r, &w) in workers.clone().iter().enumerate() {
-            if p.platform_detected_level != "DEBUG" {
-                let pre = b.prefixed[w];
-                b.prefixed[w] = false;
-                platform_line(&mut b, w);
-                b.prefixed[w] = pre;
+/// `torch.distributed` and NCCL come up on every rank (workers, before decoration).
+fn distributed_init(b: &mut Builder<'_>, l: &mut Launch) -> Step {
+    let (d, p) = (b.d, b.p);
+    if l.uniproc {
+        return ControlFlow::Continue(());
+    }
+    let workers = l.workers.clone();
+    let world = d.world;
+    let port = b.vars["dist_port"].clone();
+    let pcie = d.gpu.interconnect == crate::catalog::Interconnect::Pcie;
+    for (r, &w) in workers.iter().enumerate() {
+        if p.platform_detected_level != "DEBUG" {
+            let pre = b.prefixed[w];
+            b.prefixed[w] = false;
+            platform_line(b, w);
+            b.prefixed[w] = pre;
+        }
+        b.advance_ms(w, 500, 2500);
+        b.log(
+            w,
+            "world_size",
+            &[
+                ("rank", r.to_string()),
+                ("local_rank", (r as u32 % d.gpus_per_node()).to_string()),
+                (
+                    "init_host",
+                    l.ray_ips
+                        .first()
+                        .cloned()
+                        .unwrap_or_else(|| "127.0.0.1".into()),
+                ),
+                ("port", port.clone()),
+            ],
+        );
+    }
+    b.barrier(&workers);
+    if b.env
+        .get("NCCL_DEBUG")
+        .is_some_and(|v| v.eq_ignore_ascii_case("INFO"))
+    {
+        nccl_info_noise(b, &workers, d);
+    }
+    for (r, &w) in workers.iter().enumerate() {
+        b.advance_ms(w, 300, 1200);
+        if r == 0 || p.per_rank_once == RankScope::All {
+            b.log(w, "nccl_version", &[]);
+        }
+    }
+    b.barrier(&workers);
+    let init_fail = matches!(
+        l.failure,
+        Some(Failure::Nccl(_))
+            | Some(Failure::ShmInsufficient { .. })
+            | Some(Failure::FreeMemory { .. })
+    );
+    if !init_fail {
+        for &w in &workers {
+            b.advance_ms(w, 300, 900);
+            if pcie && world > 2 {
+                b.log(w, "custom_ar_pcie", &[]);
             }
-            b.advance_ms(w, 500, 2500);
+        }
+        b.barrier(&workers);
+        for (r, &w) in workers.iter().enumerate() {
+            b.advance_ms(w, 50, 300);
+            let r = r as u32;
             b.log(
                 w,
-                "world_size",
+                "rank_assigned",
                 &[
                     ("rank", r.to_string()),
-                    ("local_rank", (r as u32 % d.gpus_per_node()).to_string()),
+                    ("pp_rank", (r / d.tp).to_string()),
+                    ("tp_rank", (r % d.tp).to_string()),
                     (
-                        "init_host",
-                        ray_ips
-                            .first()
-                            .cloned()
-                            .unwrap_or_else(|| "127.0.0.1".into()),
+                        "ep_rank",
+                        if d.model.is_some_and(|m| m.moe_experts > 0) {
+                            (r % d.tp).to_string()
+                        } else {
+                            "N/A".to_string()
+                        },
                     ),
-                    ("port", port.to_string()),
                 ],
             );
         }
-        b.barrier(&workers);
-        if env
-            .get("NCCL_DEBUG")
-            .is_some_and(|v| v.eq_ignore_ascii_case("INFO"))
-        {
-            nccl_info_noise(&mut b, &workers, d);
-        }
-        for (r, &w) in workers.clone().iter().enumerate() {
-            b.advance_ms(w, 300, 1200);
-            if r == 0 || p.per_rank_once == RankScope::All {
-                b.log(w, "nccl_version", &[]);
-            }
-        }
-        b.barrier(&workers);
-        let init_fail = matches!(
-            failure,
-            Some(Failure::Nccl(_))
-                | Some(Failure::ShmInsufficient { .. })
-                | Some(Failure::FreeMemory { .. })
-        );
-        if !init_fail {
-            for &w in &workers.clone() {
-                b.advance_ms(w, 300, 900);
-                if pcie && world > 2 {
-                    b.log(w, "custom_ar_pcie", &[]);
-                }
-            }
-            b.barrier(&workers);
-            for (r, &w) in workers.clone().iter().enumerate() {
-                b.advance_ms(w, 50, 300);
-                let r = r as u32;
-                b.log(
-                    w,
-                    "rank_assigned",
-                    &[
-                        ("rank", r.to_string()),
-                        ("pp_rank", (r / d.tp).to_string()),
-                        ("tp_rank", (r % d.tp).to_string()),
-                        (
-                            "ep_rank",
-                            if d.model.is_some_and(|m| m.moe_experts > 0) {
-                                (r % d.tp).to_string()
-                            } else {
-                                "N/A".to_string()
-                            },
-                        ),
-                    ],
-                );
-            }
-        }
     }
+    ControlFlow::Continue(())
+}
 
-    // Failures during device init.
-    match &failure {
+/// Failures while the workers initialise their devices: free memory below the target, NCCL
+/// and `/dev/shm`, bf16 on a GPU without it.
+fn device_init_failures(b: &mut Builder<'_>, l: &mut Launch) -> Step {
+    let (d, p) = (b.d, b.p);
+    let (workers, eng, api_pid) = (l.workers.clone(), l.eng, l.api_pid);
+    match &l.failure {
         Some(Failure::FreeMemory {
             free_gib,
             requested_gib,
@@ -890,7 +1029,7 @@ pub fn build_launch(
                 ],
             );
             worker_failure(
-                &mut b,
+                b,
                 &workers,
                 eng,
                 api_pid,
@@ -902,18 +1041,18 @@ pub fn build_launch(
                 },
                 WorkerStage::InitDevice,
             );
-            return finish(b, status, failure, None, api_pid, d.args.port);
+            CRASHED
         }
         Some(Failure::Nccl(NcclFault::PeerAccess)) | Some(Failure::ShmInsufficient { .. }) => {
-            let shm = random_alnum(&mut rng, 6);
+            let shm = random_alnum(&mut l.rng, 6);
             // With NCCL_DEBUG set, NCCL itself says why (unprefixed C++ output).
             let mut warn_first = None;
-            if let Some(Failure::ShmInsufficient { visible: true }) = &failure {
+            if let Some(Failure::ShmInsufficient { visible: true }) = &l.failure {
                 let t = workers.iter().map(|&w| b.now(w)).max().unwrap_or_default();
-                for (r, &w) in workers.clone().iter().enumerate() {
+                for (r, &w) in workers.iter().enumerate() {
                     b.set_time(w, t.plus_us(b.rng.range(100, 4000)));
                     let pid = b.procs[w].pid;
-                    let seg = random_alnum(&mut rng, 6);
+                    let seg = random_alnum(&mut l.rng, 6);
                     let host = nccl_host(d);
                     let idx = b.raw(
                         w,
@@ -927,7 +1066,7 @@ pub fn build_launch(
                     }
                 }
             }
-            let exc = if matches!(failure, Some(Failure::ShmInsufficient { .. })) {
+            let exc = if matches!(l.failure, Some(Failure::ShmInsufficient { .. })) {
                 b.fill(
                     p.error("nccl_shm"),
                     &[("shm", shm), ("size", "9637888".into())],
@@ -936,7 +1075,7 @@ pub fn build_launch(
                 b.fill(p.error("nccl_unhandled_cuda"), &[])
             };
             worker_failure(
-                &mut b,
+                b,
                 &workers,
                 eng,
                 api_pid,
@@ -944,12 +1083,9 @@ pub fn build_launch(
                 WorkerStage::InitDevice,
             );
             if let Some((_, idx)) = warn_first {
-                for ev in b.events.iter_mut() {
-                    ev.mark = None;
-                }
-                b.mark_root(idx, 0);
+                b.remark_root(idx);
             }
-            return finish(b, status, failure, None, api_pid, d.args.port);
+            CRASHED
         }
         Some(Failure::Bf16Capability) => {
             let exc = b.fill(
@@ -961,21 +1097,25 @@ pub fn build_launch(
                 ],
             );
             worker_failure(
-                &mut b,
+                b,
                 &workers,
                 eng,
                 api_pid,
                 |b, _| Traceback::new(exc.clone()).with(b.p, "worker_init_device"),
                 WorkerStage::InitDevice,
             );
-            return finish(b, status, failure, None, api_pid, d.args.port);
+            CRASHED
         }
-        _ => {}
+        _ => ControlFlow::Continue(()),
     }
+}
 
-    // Decoration, then model loading. Ray actors keep Ray's prefix.
-    if !uniproc && !d.ray {
-        for w in workers.iter_mut() {
+/// Decoration (the workers' final prefixes; Ray actors keep Ray's), then `Starting to load
+/// model` once per rank.
+fn start_loading(b: &mut Builder<'_>, l: &mut Launch) -> Step {
+    let (d, p) = (b.d, b.p);
+    if !l.uniproc && !d.ray {
+        for w in l.workers.iter_mut() {
             let r: u32 = b.procs[*w]
                 .role
                 .trim_start_matches("Worker")
@@ -984,62 +1124,70 @@ pub fn build_launch(
             *w = b.decorate(*w, worker_name(p, d, r));
         }
     }
-    let rank0 = workers[0];
+    let rank0 = l.workers[0];
     b.advance_ms(rank0, 200, 1500);
     b.log(rank0, "start_load", &[]);
     if p.per_rank_once == RankScope::All {
-        for &w in workers.iter().skip(1) {
+        for &w in l.workers.iter().skip(1) {
             b.advance_ms(w, 100, 1500);
             b.log(w, "start_load", &[]);
         }
     }
+    ControlFlow::Continue(())
+}
 
-    // Attention backend.
-    match &failure {
+/// The attention backend: the selector's failure, or the chosen backend announced.
+fn attention_backend(b: &mut Builder<'_>, l: &mut Launch) -> Step {
+    let (d, p) = (b.d, b.p);
+    let (workers, eng, api_pid) = (l.workers.clone(), l.eng, l.api_pid);
+    let at_load = |b: &mut Builder<'_>, exc: String| {
+        worker_failure(
+            b,
+            &workers,
+            eng,
+            api_pid,
+            |b, _| Traceback::new(exc.clone()).with(b.p, "worker_load_model"),
+            WorkerStage::Load,
+        );
+        CRASHED
+    };
+    match &l.failure {
         Some(Failure::Selector { selection, .. }) => {
-            selector_failure(&mut b, &workers, eng, api_pid, selection);
-            return finish(b, status, failure, None, api_pid, d.args.port);
+            selector_failure(b, &workers, eng, api_pid, selection);
+            return CRASHED;
         }
         Some(Failure::MissingModule { module }) => {
             let exc = b.fill(p.error("missing_module"), &[("module", module.clone())]);
-            worker_failure(
-                &mut b,
-                &workers,
-                eng,
-                api_pid,
-                |b, _| Traceback::new(exc.clone()).with(b.p, "worker_load_model"),
-                WorkerStage::Load,
-            );
-            return finish(b, status, failure, None, api_pid, d.args.port);
+            return at_load(b, exc);
         }
         Some(Failure::NoKernelImage) => {
             let exc = b.fill(p.error("no_kernel_image"), &[]);
-            worker_failure(
-                &mut b,
-                &workers,
-                eng,
-                api_pid,
-                |b, _| Traceback::new(exc.clone()).with(b.p, "worker_load_model"),
-                WorkerStage::Load,
-            );
-            return finish(b, status, failure, None, api_pid, d.args.port);
+            return at_load(b, exc);
         }
         _ => {}
     }
     if let Some(sel) = &d.selection {
-        announce_backend(&mut b, &workers, sel);
+        announce_backend(b, &workers, sel);
     }
     if d.quantization.as_deref() == Some("modelopt_fp4")
         && d.model.is_some_and(|m| m.moe_experts > 0)
     {
+        let rank0 = workers[0];
         b.advance_ms(rank0, 200, 900);
         b.log(rank0, "nvfp4_moe", &[]);
     }
+    ControlFlow::Continue(())
+}
 
-    // Weights.
+/// The weights: the loading bar, and what can stop it (CUDA OOM, the host's OOM killer, a
+/// kill or a hang while loading).
+fn load_weights(b: &mut Builder<'_>, l: &mut Launch) -> Step {
+    let (d, p) = (b.d, b.p);
+    let (workers, eng, api_pid) = (l.workers.clone(), l.eng, l.api_pid);
+    let rank0 = workers[0];
     let shards = d.model.map_or(1, |m| m.shards);
     let load_secs = (d.memory.weights_per_rank_gib * b.rng.range(45, 75) as f64 / 10.0).max(1.5);
-    let oom_at = match &failure {
+    let oom_at = match &l.failure {
         Some(Failure::WeightsOom { .. }) | Some(Failure::HostOomKilled) => Some(
             b.rng
                 .range(u64::from(shards / 3), u64::from(shards.saturating_sub(1)))
@@ -1055,8 +1203,8 @@ pub fn build_launch(
         }) => Some(shards / 2),
         _ => None,
     };
-    loading_bar(&mut b, rank0, shards, load_secs, oom_at);
-    match &failure {
+    loading_bar(b, rank0, shards, load_secs, oom_at);
+    match &l.failure {
         Some(Failure::WeightsOom {
             alloc_gib,
             free_mib,
@@ -1082,7 +1230,7 @@ pub fn build_launch(
                 .to_string();
             // Each rank logs the ERROR first, then re-raises: the first ERROR line states the cause.
             let mut first: Option<(SimTime, usize)> = None;
-            for &w in &workers.clone() {
+            for &w in &workers {
                 b.advance_ms(w, 5, 80);
                 if let Some(idx) = b.log(w, "oom_load_model", &[("error", short.clone())]) {
                     let t = b.events[idx].t;
@@ -1092,7 +1240,7 @@ pub fn build_launch(
                 }
             }
             worker_failure(
-                &mut b,
+                b,
                 &workers,
                 eng,
                 api_pid,
@@ -1100,45 +1248,37 @@ pub fn build_launch(
                 WorkerStage::Load,
             );
             if let Some((_, idx)) = first {
-                for ev in b.events.iter_mut() {
-                    ev.mark = None;
-                }
-                b.mark_root(idx, 0);
+                b.remark_root(idx);
             }
-            return finish(b, status, failure, None, api_pid, d.args.port);
+            return CRASHED;
         }
         Some(Failure::HostOomKilled) => {
-            host_oom(&mut b, &workers, eng, api_pid);
-            return finish(b, status, failure, None, api_pid, d.args.port);
+            host_oom(b, &workers, eng, api_pid);
+            return CRASHED;
         }
         Some(Failure::Killed {
             process,
             signal,
             at: Phase::LoadWeights | Phase::InitDevice,
         }) => {
-            killed_at_startup(&mut b, &workers, eng, api_pid, process, *signal);
-            return finish(b, status, failure, None, api_pid, d.args.port);
+            killed_at_startup(b, &workers, eng, api_pid, process, *signal);
+            return CRASHED;
         }
         Some(Failure::Hang {
             process,
             at: Phase::LoadWeights | Phase::InitDevice,
         }) => {
-            hang_at_startup(&mut b, &workers, eng, process);
-            status = LaunchStatus::Hung;
-            return finish(b, status, failure, None, api_pid, d.args.port);
+            hang_at_startup(b, &workers, eng, process);
+            return ControlFlow::Break(LaunchStatus::Hung);
         }
         _ => {}
     }
-    let weights_secs = load_secs;
-    for (i, &w) in workers.clone().iter().enumerate() {
-        if i > 0 && p.per_rank_once != RankScope::All {
-            break;
-        }
+    for (i, w) in once_per_rank(p, &workers) {
         b.advance_ms(w, 100, 900);
         b.log(
             w,
             "weights_took",
-            &[("secs", fmt2(weights_secs + i as f64 * 0.37))],
+            &[("secs", fmt2(load_secs + i as f64 * 0.37))],
         );
         b.advance_ms(w, 500, 4000);
         let gib = d.memory.weights_per_rank_gib;
@@ -1148,100 +1288,88 @@ pub fn build_launch(
             &[
                 ("gib", fmt2(gib)),
                 ("gib4", format!("{gib:.4}")),
-                (
-                    "secs",
-                    format!("{:.6}", weights_secs + 4.3 + i as f64 * 0.21),
-                ),
+                ("secs", format!("{:.6}", load_secs + 4.3 + i as f64 * 0.21)),
             ],
         );
     }
+    ControlFlow::Continue(())
+}
 
-    // torch.compile.
-    if !d.args.enforce_eager {
-        let hash = format!("{:010x}", rng.next_u64() & 0xff_ffff_ffff);
-        let tokens = d.max_num_batched_tokens.to_string();
-        let dynamo = 8.0 + b.rng.range(0, 1200) as f64 / 100.0;
-        for (i, &w) in workers.clone().iter().enumerate() {
-            if i > 0 && p.per_rank_once != RankScope::All {
-                break;
-            }
-            b.advance_ms(w, 8000, 18000);
-            b.log(
-                w,
-                "compile_cache_dir",
-                &[("hash", hash.clone()), ("rank", i.to_string())],
-            );
-            b.log(w, "dynamo_time", &[("secs", fmt2(dynamo))]);
-        }
-        for &w in &workers.clone() {
-            b.advance_ms(w, 4000, 9000);
-            b.log(w, "cache_graph", &[("tokens", tokens.clone())]);
-        }
-        if let Some(Failure::Killed {
-            process,
-            signal,
-            at: Phase::Compile,
-        }) = &failure
-        {
-            killed_at_startup(&mut b, &workers, eng, api_pid, process, *signal);
-            return finish(b, status, failure, None, api_pid, d.args.port);
-        }
-        let compile = 20.0 + b.rng.range(0, 3000) as f64 / 100.0;
-        for (i, &w) in workers.clone().iter().enumerate() {
-            if i > 0 && p.per_rank_once != RankScope::All {
-                break;
-            }
-            b.advance_ms(w, 20000, 40000);
-            b.log(
-                w,
-                "compile_graph",
-                &[("tokens", tokens.clone()), ("secs", fmt2(compile))],
-            );
-            b.advance_ms(w, 1000, 5000);
-            b.log(
-                w,
-                "torch_compile_total",
-                &[("secs", fmt2(compile + dynamo))],
-            );
-        }
+/// `torch.compile` (unless `--enforce-eager`): Dynamo, the graph cache, Inductor.
+fn torch_compile(b: &mut Builder<'_>, l: &mut Launch) -> Step {
+    let (d, p) = (b.d, b.p);
+    if d.args.enforce_eager {
+        return ControlFlow::Continue(());
     }
+    let (workers, eng, api_pid) = (l.workers.clone(), l.eng, l.api_pid);
+    let hash = format!("{:010x}", l.rng.next_u64() & 0xff_ffff_ffff);
+    let tokens = d.max_num_batched_tokens.to_string();
+    let dynamo = 8.0 + b.rng.range(0, 1200) as f64 / 100.0;
+    for (i, w) in once_per_rank(p, &workers) {
+        b.advance_ms(w, 8000, 18000);
+        b.log(
+            w,
+            "compile_cache_dir",
+            &[("hash", hash.clone()), ("rank", i.to_string())],
+        );
+        b.log(w, "dynamo_time", &[("secs", fmt2(dynamo))]);
+    }
+    for &w in &workers {
+        b.advance_ms(w, 4000, 9000);
+        b.log(w, "cache_graph", &[("tokens", tokens.clone())]);
+    }
+    if let Some(Failure::Killed {
+        process,
+        signal,
+        at: Phase::Compile,
+    }) = &l.failure
+    {
+        killed_at_startup(b, &workers, eng, api_pid, process, *signal);
+        return CRASHED;
+    }
+    let compile = 20.0 + b.rng.range(0, 3000) as f64 / 100.0;
+    for (_, w) in once_per_rank(p, &workers) {
+        b.advance_ms(w, 20000, 40000);
+        b.log(
+            w,
+            "compile_graph",
+            &[("tokens", tokens.clone()), ("secs", fmt2(compile))],
+        );
+        b.advance_ms(w, 1000, 5000);
+        b.log(
+            w,
+            "torch_compile_total",
+            &[("secs", fmt2(compile + dynamo))],
+        );
+    }
+    ControlFlow::Continue(())
+}
 
-    // Profiling and the KV cache.
+/// Memory profiling and the KV cache: no memory left, or too little for `max_model_len`.
+fn kv_cache(b: &mut Builder<'_>, l: &mut Launch) -> Step {
+    let (d, p) = (b.d, b.p);
+    let (workers, eng, api_pid) = (l.workers.clone(), l.eng, l.api_pid);
     let kv = d.memory.kv_available_gib;
-    for (i, &w) in workers.clone().iter().enumerate() {
-        if i > 0 && p.per_rank_once != RankScope::All {
-            break;
-        }
+    for (_, w) in once_per_rank(p, &workers) {
         b.advance_ms(w, 2000, 6000);
         b.log(w, "available_kv", &[("gib", fmt2(kv.max(0.0)))]);
     }
-    let t_kv = workers
+    l.t_kv = workers
         .iter()
         .map(|&w| b.now(w))
         .max()
         .unwrap_or(b.now(eng));
-    b.set_time(eng, t_kv.plus_ms(300));
-    match &failure {
+    b.set_time(eng, l.t_kv.plus_ms(300));
+    let raise = match &l.failure {
         Some(Failure::KvNoMemory { .. }) => {
-            let exc = b.fill(p.error("no_kv_memory"), &[]);
-            engine_failure(
-                &mut b,
-                &workers,
-                eng,
-                api_pid,
-                Traceback::new(exc)
-                    .with(p, "engine_core_init")
-                    .with(p, "engine_core_kv")
-                    .with(p, "kv_no_memory_raise"),
-            );
-            return finish(b, status, failure, None, api_pid, d.args.port);
+            Some((b.fill(p.error("no_kv_memory"), &[]), "kv_no_memory_raise"))
         }
         Some(Failure::KvTooSmall {
             needed_gib,
             available_gib,
             estimated,
-        }) => {
-            let exc = b.fill(
+        }) => Some((
+            b.fill(
                 p.error("kv_too_small"),
                 &[
                     ("needed", fmt2(*needed_gib)),
@@ -1249,20 +1377,23 @@ pub fn build_launch(
                     ("estimated", estimated.to_string()),
                     ("tokens", estimated.to_string()),
                 ],
-            );
-            engine_failure(
-                &mut b,
-                &workers,
-                eng,
-                api_pid,
-                Traceback::new(exc)
-                    .with(p, "engine_core_init")
-                    .with(p, "engine_core_kv")
-                    .with(p, "kv_too_small_raise"),
-            );
-            return finish(b, status, failure, None, api_pid, d.args.port);
-        }
-        _ => {}
+            ),
+            "kv_too_small_raise",
+        )),
+        _ => None,
+    };
+    if let Some((exc, raise)) = raise {
+        engine_failure(
+            b,
+            &workers,
+            eng,
+            api_pid,
+            Traceback::new(exc)
+                .with(p, "engine_core_init")
+                .with(p, "engine_core_kv")
+                .with(p, raise),
+        );
+        return CRASHED;
     }
     b.log(
         eng,
@@ -1278,13 +1409,19 @@ pub fn build_launch(
             ("x", fmt2(conc)),
         ],
     );
+    ControlFlow::Continue(())
+}
 
-    // CUDA graphs.
+/// CUDA-graph capture (unless `--enforce-eager`), then the engine's `init engine took`.
+fn cuda_graphs(b: &mut Builder<'_>, l: &mut Launch) -> Step {
+    let (d, p) = (b.d, b.p);
+    let (workers, eng, api_pid) = (l.workers.clone(), l.eng, l.api_pid);
+    let rank0 = workers[0];
     if !d.args.enforce_eager {
         b.set_time(rank0, b.now(eng));
         b.advance_ms(rank0, 200, 800);
-        if matches!(failure, Some(Failure::GraphCaptureOom)) {
-            graph_bar(&mut b, rank0, "mixed prefill-decode, PIECEWISE", Some(23));
+        if matches!(l.failure, Some(Failure::GraphCaptureOom)) {
+            graph_bar(b, rank0, "mixed prefill-decode, PIECEWISE", Some(23));
             let err = b.fill(
                 p.error("graph_oom"),
                 &[
@@ -1298,15 +1435,12 @@ pub fn build_launch(
                     ("reserved", "171.35".into()),
                 ],
             );
-            rpc_failure(&mut b, &workers, eng, api_pid, &err);
-            return finish(b, status, failure, None, api_pid, d.args.port);
+            rpc_failure(b, &workers, eng, api_pid, &err);
+            return CRASHED;
         }
-        graph_bar(&mut b, rank0, "mixed prefill-decode, PIECEWISE", None);
-        graph_bar(&mut b, rank0, "decode, FULL", None);
-        for (i, &w) in workers.clone().iter().enumerate() {
-            if i > 0 && p.per_rank_once != RankScope::All {
-                break;
-            }
+        graph_bar(b, rank0, "mixed prefill-decode, PIECEWISE", None);
+        graph_bar(b, rank0, "decode, FULL", None);
+        for (_, w) in once_per_rank(p, &workers) {
             b.advance_ms(w, 100, 400);
             b.log(
                 w,
@@ -1324,16 +1458,21 @@ pub fn build_launch(
         .max()
         .unwrap_or(b.now(eng));
     b.set_time(eng, t_ready.plus_ms(100));
-    let init_secs = (t_ready.0.saturating_sub(t_kv.0)) as f64 / 1e6 + 40.0;
+    let init_secs = (t_ready.0.saturating_sub(l.t_kv.0)) as f64 / 1e6 + 40.0;
     b.log(eng, "init_engine_took", &[("secs", fmt2(init_secs))]);
     if d.ray {
         b.log(eng, "async_disabled", &[]);
     } else {
         b.log(eng, "async_scheduling", &[]);
     }
+    ControlFlow::Continue(())
+}
 
-    // API server up.
-    b.set_time(API, b.now(eng).plus_ms(400));
+/// The API server up: tasks, chat template warm-up, routes, uvicorn's startup lines. Returns
+/// when traffic may start.
+fn api_server_up(b: &mut Builder<'_>, l: &Launch) -> SimTime {
+    let (d, p) = (b.d, b.p);
+    b.set_time(API, b.now(l.eng).plus_ms(400));
     b.log(API, "supported_tasks", &[]);
     if d.model.is_some_and(|m| m.generation_sampling) {
         b.log(API, "sampling_overridden", &[]);
@@ -1359,50 +1498,68 @@ pub fn build_launch(
     }
     b.stream(
         API,
-        format!("INFO:     Started server process [{api_pid}]\n"),
+        format!("INFO:     Started server process [{}]\n", l.api_pid),
     );
     b.stream(API, "INFO:     Waiting for application startup.\n".into());
     b.stream(API, "INFO:     Application startup complete.\n".into());
-    status = LaunchStatus::Ready;
-    let traffic_from = Some(b.now(API).plus_ms(500));
+    b.now(API).plus_ms(500)
+}
 
+/// Serving traffic until the launch's runtime fault or its ending; returns the final status.
+fn serve(b: &mut Builder<'_>, l: &Launch, ending: Ending) -> LaunchStatus {
+    let d = b.d;
+    let (workers, eng) = (&l.workers, l.eng);
     let serve_ms = match ending {
         Ending::Natural { serve_ms } | Ending::StopAfter { serve_ms } => serve_ms,
     };
-    serve_traffic(&mut b, serve_ms);
-
-    match &failure {
+    serve_traffic(b, serve_ms);
+    match &l.failure {
         Some(Failure::Killed {
             process,
             signal,
             at: Phase::Serving,
         }) => {
-            runtime_kill(&mut b, &workers, eng, process, *signal);
-            status = LaunchStatus::Crashed;
+            runtime_kill(b, workers, eng, process, *signal);
+            LaunchStatus::Crashed
         }
         Some(Failure::Hang {
             process,
             at: Phase::Serving,
         }) => {
-            runtime_hang(&mut b, &workers, eng, process);
-            status = LaunchStatus::Hung;
+            runtime_hang(b, workers, eng, process);
+            LaunchStatus::Hung
         }
         Some(Failure::NodeLoss { node, .. }) if d.ray => {
-            ray_node_loss(&mut b, &workers, eng, (*node).max(1), &ray_ips);
-            status = LaunchStatus::Crashed;
+            ray_node_loss(b, workers, eng, (*node).max(1), &l.ray_ips);
+            LaunchStatus::Crashed
         }
         Some(Failure::NodeLoss { .. }) => {
-            runtime_hang(&mut b, &workers, eng, "Worker_TP1");
-            status = LaunchStatus::Hung;
+            runtime_hang(b, workers, eng, "Worker_TP1");
+            LaunchStatus::Hung
         }
         _ => {
             if let Ending::StopAfter { .. } = ending {
-                shutdown(&mut b, &workers, uniproc);
-                status = LaunchStatus::Stopped;
+                shutdown(b, workers, l.uniproc);
+                LaunchStatus::Stopped
+            } else {
+                LaunchStatus::Ready
             }
         }
     }
-    finish(b, status, failure, traffic_from, api_pid, d.args.port)
+}
+
+/// The ranks that print a once-per-process line: every rank where the release logs on all
+/// ranks, else rank 0 only. `(rank index, process)`.
+fn once_per_rank<'w>(
+    p: &Profile,
+    workers: &'w [usize],
+) -> impl Iterator<Item = (usize, usize)> + 'w {
+    let n = if p.per_rank_once == RankScope::All {
+        workers.len()
+    } else {
+        1
+    };
+    workers.iter().copied().enumerate().take(n)
 }
 
 const ROUTES: &[(&str, &str)] = &[
@@ -1424,38 +1581,6 @@ const ROUTES: &[(&str, &str)] = &[
     ("/ping", "POST"),
     ("/invocations", "POST"),
 ];
-
-fn finish(
-    b: Builder<'_>,
-    status: LaunchStatus,
-    failure: Option<Failure>,
-    traffic_from: Option<SimTime>,
-    api_pid: u32,
-    port: u16,
-) -> LaunchLog {
-    let end = b.clocks.iter().copied().max().unwrap_or_default();
-    let status = if status == LaunchStatus::Crashed && failure.is_none() {
-        LaunchStatus::Ready
-    } else {
-        status
-    };
-    LaunchLog {
-        procs: b.procs,
-        events: b.events,
-        status,
-        failure,
-        root: b.root,
-        traffic_from,
-        end,
-        api_pid,
-        port,
-        deaths: b.deaths,
-        hangs: b.hangs,
-        shm_names: b.shm_names,
-        node_ips: b.node_ips,
-        node_loss: b.node_loss,
-    }
-}
 
 fn uuid(rng: &mut Rng) -> String {
     let a = rng.next_u64();
@@ -2652,15 +2777,12 @@ fn spawn_v0_worker(
     )
 }
 
-fn v0_launch(
-    mut b: Builder<'_>,
-    mut status: LaunchStatus,
-    failure: Option<Failure>,
-    api_pid: u32,
-    ending: Ending,
-) -> LaunchLog {
+fn v0_launch(mut b: Builder<'_>, ending: Ending) -> LaunchLog {
     let d = b.d;
     let p = b.p;
+    let mut status = LaunchStatus::Crashed;
+    let failure = d.failure.clone();
+    let api_pid = b.procs[API].pid;
     let eng_pid = api_pid + b.rng.range(60, 300) as u32;
     let t = b.now(API).plus_ms(b.rng.range(800, 3000));
     let eng = b.spawn(None, "EngineCore".into(), eng_pid, t, false);
@@ -2704,7 +2826,7 @@ fn v0_launch(
     let fail_exc: Option<(String, &str)> = match &failure {
         Some(Failure::HostOomKilled) => {
             host_oom(&mut b, &workers, eng, api_pid);
-            return finish(b, status, failure, None, api_pid, d.args.port);
+            return b.finish(status, None);
         }
         Some(Failure::KvNoMemory { .. }) => {
             Some((p.error("no_kv_memory").to_string(), "v0_mp_engine_kv"))
@@ -2790,7 +2912,7 @@ fn v0_launch(
         b.set_time(API, b.now(eng).plus_ms(b.rng.range(100, 900)));
         let api = Traceback::new(p.error("v0_engine_failed").to_string()).with(p, "v0_api");
         b.stderr_traceback(API, None, &api, false);
-        return finish(b, status, failure, None, api_pid, d.args.port);
+        return b.finish(status, None);
     }
     b.advance_ms(eng, 2000, 6000);
     let gib = d.memory.weights_per_rank_gib;
@@ -2857,5 +2979,5 @@ fn v0_launch(
         b.stream(API, "INFO:     Application shutdown complete.\n".into());
         status = LaunchStatus::Stopped;
     }
-    finish(b, status, failure, traffic_from, api_pid, d.args.port)
+    b.finish(status, traffic_from)
 }

@@ -8,8 +8,8 @@
 //! [`v0_launch`] for releases that fall back to the V0 engine on CPU).
 
 use super::{
-    engine_failure, engine_failure_with, finish, spawn_v0_worker, uuid, Builder, LaunchLog,
-    LaunchStatus, API,
+    engine_failure, engine_failure_with, spawn_v0_worker, uuid, Builder, LaunchLog, LaunchStatus,
+    API,
 };
 use crate::clock::SimTime;
 use crate::deploy::{CpuOp, Failure};
@@ -314,9 +314,11 @@ pub(super) fn v1_workers_fail(b: &mut Builder<'_>, workers: &[usize], eng: usize
 /// A release that runs the CPU platform on the V0 engine (0.8.x): the API server starts an
 /// `MQLLMEngine` process (`SpawnProcess-1`, unprefixed) whose `mp` executor drives rank 0 itself
 /// and the other ranks as `VllmWorkerProcess` processes.
-pub(super) fn v0_launch(mut b: Builder<'_>, failure: Option<Failure>, api_pid: u32) -> LaunchLog {
+pub(super) fn v0_launch(mut b: Builder<'_>) -> LaunchLog {
     let p = b.p;
     let d = b.d;
+    let failure = d.failure.clone();
+    let api_pid = b.procs[API].pid;
     let status = LaunchStatus::Crashed;
     let eng_pid = api_pid + b.rng.range(60, 300) as u32;
     b.advance_ms(API, 5, 200);
@@ -342,7 +344,7 @@ pub(super) fn v0_launch(mut b: Builder<'_>, failure: Option<Failure>, api_pid: u
             .with(p, "v0_engine_head")
             .with(p, "v0_engine_tokenizer");
         v0_engine_error(&mut b, eng, &exc, &tb, false);
-        return finish(b, status, failure, None, api_pid, d.args.port);
+        return b.finish(status, None);
     }
 
     import_preamble(&mut b, eng);
@@ -418,7 +420,7 @@ pub(super) fn v0_launch(mut b: Builder<'_>, failure: Option<Failure>, api_pid: u
         tb = tb.with(p, f);
     }
     v0_engine_error(&mut b, eng, &exc, &tb, !root_set);
-    finish(b, status, failure, None, api_pid, d.args.port)
+    b.finish(status, None)
 }
 
 /// `MQLLMEngine` logs the exception (`ERROR … [engine.py:…] <message>` and the traceback), kills
