@@ -128,18 +128,8 @@ impl Runtime {
             let _ = signal_hook::flag::register(sig, Arc::clone(&stop));
         }
         let s = &setup.scenario;
-        let renderer = Renderer {
-            profile: generator::profile::Profile::for_version(s.vllm),
-            no_color: s.no_color(),
-            force_color: s.env.get("VLLM_LOGGING_COLOR").is_some_and(|v| v == "1"),
-            logging_prefix: s
-                .env
-                .get("VLLM_LOGGING_PREFIX")
-                .cloned()
-                .unwrap_or_default(),
-            ray_color: s.env.get("RAY_COLOR_PREFIX").is_none_or(|v| v != "0"),
-            ray_driver_prefix: false,
-        };
+        let renderer =
+            Renderer::for_scenario(generator::profile::Profile::for_version(s.vllm), s, false);
         let me = std::process::id();
         let mut subst = Vec::new();
         if let Some(sim) = plan.sim_pid(&role) {

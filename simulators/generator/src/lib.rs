@@ -13,6 +13,7 @@
 pub mod catalog;
 pub mod clock;
 pub mod deploy;
+pub mod host;
 pub mod interleave;
 pub mod profile;
 pub mod record;

@@ -9,7 +9,7 @@ use std::sync::{Mutex, OnceLock};
 
 use serde::Deserialize;
 
-use crate::scenario::{Host, Install, Platform};
+use crate::host::{Host, Install, Platform};
 use crate::version::Version;
 
 /// The engine generation: the V0 `LLMEngine` or the V1 engine core.

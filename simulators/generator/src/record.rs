@@ -83,6 +83,31 @@ pub struct Rendered {
     pub mark_offset: Option<usize>,
 }
 
+impl<'a> Renderer<'a> {
+    /// The renderer for a scenario's environment — `NO_COLOR`, `VLLM_LOGGING_COLOR`,
+    /// `VLLM_LOGGING_PREFIX`, `RAY_COLOR_PREFIX` — in `profile`'s formats. `ray_driver_prefix`:
+    /// whether a Ray actor's lines carry the driver's prefix (the file's view) or only Ray's (an
+    /// actor process of the fake server, whose driver adds its prefix as it forwards them).
+    pub fn for_scenario(
+        profile: &'a Profile,
+        s: &crate::scenario::Scenario,
+        ray_driver_prefix: bool,
+    ) -> Renderer<'a> {
+        Renderer {
+            profile,
+            no_color: s.no_color(),
+            force_color: s.env.get("VLLM_LOGGING_COLOR").is_some_and(|v| v == "1"),
+            logging_prefix: s
+                .env
+                .get("VLLM_LOGGING_PREFIX")
+                .cloned()
+                .unwrap_or_default(),
+            ray_color: s.env.get("RAY_COLOR_PREFIX").is_none_or(|v| v != "0"),
+            ray_driver_prefix,
+        }
+    }
+}
+
 impl Renderer<'_> {
     /// The `(NAME pid=N) ` prefix of a process, with the profile's colour rule. A Ray actor's
     /// lines carry the driver's prefix, then Ray's.

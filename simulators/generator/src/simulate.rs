@@ -73,18 +73,8 @@ pub fn simulate(s: &Scenario, opts: &SimOptions, out: &mut dyn Write) -> io::Res
     let mut rng = seed.derive("file", 0).rng();
     // A start instant in 2026, from the seed.
     let mut t = SimTime::from_secs(1_767_225_600 + rng.range(0, 330 * 86_400));
-    let renderer = Renderer {
-        profile: crate::profile::Profile::for_host(s.vllm, &s.host),
-        no_color: s.no_color(),
-        force_color: s.env.get("VLLM_LOGGING_COLOR").is_some_and(|v| v == "1"),
-        logging_prefix: s
-            .env
-            .get("VLLM_LOGGING_PREFIX")
-            .cloned()
-            .unwrap_or_default(),
-        ray_color: s.env.get("RAY_COLOR_PREFIX").is_none_or(|v| v != "0"),
-        ray_driver_prefix: true,
-    };
+    let renderer =
+        Renderer::for_scenario(crate::profile::Profile::for_host(s.vllm, &s.host), &s, true);
     let main = Deployment::derive(&s, &s.args);
     let mut segments: Vec<Segment> = Vec::new();
     let mut launch_no = 0u64;

@@ -345,3 +345,53 @@ fn baselines_fail_stale_and_secondary_scenarios() {
         assert!(failed.contains(&secondary_case), "{baseline}: {failed:?}");
     }
 }
+
+#[test]
+fn a_release_without_cpu_texts_is_refused_for_a_cpu_scenario_not_a_panic() {
+    let t = tempfile::tempdir().unwrap();
+    let (code, _, err) = stdout_of(
+        faultkit()
+            .args(["simulate", "cpu-missing-ops", "--vllm", "0.6.4", "--out"])
+            .arg(t.path()),
+    );
+    assert_eq!(code, 64, "{err}");
+    assert!(err.contains("not simulated"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn an_installed_binary_finds_its_embedded_scenarios() {
+    // Outside the source tree, with no scenario directory named: the catalog built into the
+    // binary is written to the cache directory and used.
+    let t = tempfile::tempdir().unwrap();
+    let mut c = Command::cargo_bin("faultkit").unwrap();
+    c.current_dir(t.path())
+        .env_remove("FAULTKIT_SCENARIOS")
+        .env("XDG_CACHE_HOME", t.path().join("cache"))
+        .args(["simulate", "fp8-kv-sm120", "--out", "out"]);
+    let (code, _, err) = stdout_of(&mut c);
+    assert_eq!(code, 0, "{err}");
+    let truth = std::fs::read_to_string(t.path().join("out/truth.json")).unwrap();
+    assert!(
+        truth.contains("fp8_kv_cache_unsupported_backend"),
+        "{truth}"
+    );
+    let cached: Vec<_> = std::fs::read_dir(t.path().join("cache/faultkit"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        cached.len() == 1 && cached[0].starts_with("scenarios-"),
+        "{cached:?}"
+    );
+    // `--scenarios` naming something that is not a directory is a usage error.
+    let (code, _, err) = stdout_of(
+        Command::cargo_bin("faultkit")
+            .unwrap()
+            .current_dir(t.path())
+            .args(["simulate", "fp8-kv-sm120", "--scenarios", "nowhere"]),
+    );
+    assert_eq!(code, 64, "{err}");
+    assert!(err.contains("nowhere"), "{err}");
+}

@@ -10,8 +10,14 @@ use std::fmt;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
-use toml::Spanned;
+mod fault;
+mod raw;
+
+pub use crate::host::{Host, Install, NcclFault, Platform, DEFAULT_PLATFORM_PLUGIN};
+pub use fault::{Fault, Phase, RelaunchAfter, Signal};
+pub use raw::{RawExpect, RawFault, RawGpus, RawHost, RawScenario, RawVariant};
+
+use fault::parse_fault;
 
 use crate::catalog::{self, GpuSpec, ModelPreset};
 use crate::version::Version;
@@ -42,124 +48,6 @@ impl fmt::Display for ScenarioError {
 
 impl std::error::Error for ScenarioError {}
 
-/// The scenario TOML, field for field.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawScenario {
-    pub summary: Spanned<String>,
-    #[serde(default)]
-    pub tags: Vec<String>,
-    #[serde(default)]
-    pub runners: Option<Spanned<Vec<String>>>,
-    pub vllm: Spanned<String>,
-    pub command: Spanned<String>,
-    pub gpus: Spanned<RawGpus>,
-    #[serde(default)]
-    pub model: Option<Spanned<String>>,
-    #[serde(default)]
-    pub env: BTreeMap<String, String>,
-    #[serde(default)]
-    pub host: Option<Spanned<RawHost>>,
-    #[serde(default)]
-    pub faults: Vec<Spanned<RawFault>>,
-    #[serde(default)]
-    pub variant: Vec<Spanned<RawVariant>>,
-    pub expect: Spanned<RawExpect>,
-}
-
-/// `[[variant]]`: the same case as it was run on older releases (another command or model).
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawVariant {
-    pub before: Spanned<String>,
-    #[serde(default)]
-    pub command: Option<Spanned<String>>,
-    #[serde(default)]
-    pub model: Option<Spanned<String>>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawGpus {
-    pub model: Spanned<String>,
-    pub count: Spanned<u32>,
-}
-
-#[derive(Debug, Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-pub struct RawHost {
-    #[serde(default)]
-    pub ram_gib: Option<f64>,
-    #[serde(default)]
-    pub shm_mib: Option<u64>,
-    #[serde(default)]
-    pub ports_in_use: Vec<u16>,
-    #[serde(default)]
-    pub missing_modules: Vec<String>,
-    #[serde(default)]
-    pub nccl: Option<Spanned<String>>,
-    #[serde(default)]
-    pub platform: Option<Spanned<String>>,
-    #[serde(default)]
-    pub nodes: Option<Spanned<u32>>,
-    #[serde(default)]
-    pub platform_plugin: Option<Spanned<String>>,
-    #[serde(default)]
-    pub cpus: Option<u32>,
-    #[serde(default)]
-    pub numa_nodes: Option<u32>,
-    #[serde(default)]
-    pub ulimit_nofile: Option<u64>,
-    #[serde(default)]
-    pub python: Option<Spanned<String>>,
-    #[serde(default)]
-    pub python_home: Option<String>,
-    #[serde(default)]
-    pub venv: Option<String>,
-    #[serde(default)]
-    pub transformers: Option<Spanned<String>>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawFault {
-    pub kind: Spanned<String>,
-    #[serde(default)]
-    pub after: Option<Spanned<String>>,
-    #[serde(default)]
-    pub new_launch_lines: Option<u32>,
-    #[serde(default)]
-    pub new_command: Option<Spanned<String>>,
-    #[serde(default)]
-    pub append: Option<bool>,
-    #[serde(default)]
-    pub process: Option<Spanned<String>>,
-    #[serde(default)]
-    pub signal: Option<Spanned<String>>,
-    #[serde(default)]
-    pub at: Option<Spanned<String>>,
-    #[serde(default)]
-    pub gib: Option<f64>,
-    #[serde(default)]
-    pub node: Option<u32>,
-    #[serde(default)]
-    pub earlier_launches: Option<u32>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawExpect {
-    pub status: Spanned<String>,
-    #[serde(default)]
-    pub root_cause: Option<Spanned<String>>,
-    #[serde(default)]
-    pub process: Option<String>,
-    #[serde(default)]
-    pub stale: Option<bool>,
-    #[serde(default)]
-    pub damage: Option<Vec<Spanned<String>>>,
-}
-
 /// Where the scenario can run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Runner {
@@ -183,197 +71,6 @@ impl Runner {
             Runner::Process => "process",
             Runner::Container => "container",
         }
-    }
-}
-
-/// Facts of the host that configuration alone does not show.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Host {
-    /// Host RAM; loading weights beyond it gets the process killed by the OOM killer.
-    pub ram_gib: Option<f64>,
-    /// Size of /dev/shm (docker's default is 64 MiB).
-    pub shm_mib: Option<u64>,
-    pub ports_in_use: Vec<u16>,
-    pub missing_modules: Vec<String>,
-    pub nccl: Option<NcclFault>,
-    /// `cpu`: no GPU, vLLM's CPU platform plugin (realism captures).
-    pub platform: Platform,
-    /// Machines the GPUs are spread over (a Ray cluster when more than one).
-    pub nodes: u32,
-    /// The platform plugin's entry point (`name = module:attr`) for `cpu-plugin`.
-    pub platform_plugin: (String, String),
-    /// Physical cores and NUMA nodes the CPU platform sees.
-    pub cpus: u32,
-    pub numa_nodes: u32,
-    /// Hard limit of open files (`ulimit -Hn`); below 65535 the API server warns.
-    pub ulimit_nofile: Option<u64>,
-    /// The Python installation vLLM runs in.
-    pub install: Install,
-    /// The installed transformers release (`None`: the one of the version profile's era).
-    pub transformers: Option<(u32, u32)>,
-}
-
-/// Where vLLM is installed: the interpreter and the environment. `None` fields keep the version
-/// profile's own (a container image's system Python).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
-pub struct Install {
-    /// `3.11`: decides stdlib and uvloop frames, comprehension frames and carets.
-    pub python: Option<(u32, u32)>,
-    /// The interpreter's prefix (`/home/.pyenv/versions/3.11.7`); stdlib is `<home>/lib/pythonX.Y`.
-    pub python_home: Option<String>,
-    /// A virtualenv vLLM was pip-installed into; `{vllm}` stands for the release.
-    pub venv: Option<String>,
-}
-
-/// The CPU platform plugin of the lab captures (`vllm-lab-cpu-plugin`).
-pub const DEFAULT_PLATFORM_PLUGIN: (&str, &str) = ("lab_cpu", "vllm_lab_cpu_plugin:register");
-
-impl Default for Host {
-    fn default() -> Host {
-        Host {
-            ram_gib: None,
-            shm_mib: None,
-            ports_in_use: Vec::new(),
-            missing_modules: Vec::new(),
-            nccl: None,
-            platform: Platform::default(),
-            nodes: 1,
-            platform_plugin: (
-                DEFAULT_PLATFORM_PLUGIN.0.to_string(),
-                DEFAULT_PLATFORM_PLUGIN.1.to_string(),
-            ),
-            cpus: 8,
-            numa_nodes: 1,
-            ulimit_nofile: None,
-            install: Install::default(),
-            transformers: None,
-        }
-    }
-}
-
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Platform {
-    #[default]
-    Cuda,
-    /// vLLM's CUDA wheel running on a CPU-only host through the CPU platform plugin.
-    CpuPlugin,
-    /// No GPU and no plugin: "Failed to infer device type".
-    CpuNoPlugin,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum NcclFault {
-    /// Peer access between devices fails: `ncclUnhandledCudaError`.
-    PeerAccess,
-}
-
-/// A file or process fault, from the closed list in `scenarios/README.md`.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Fault {
-    /// The server is started again with output redirected (`>`) into the same log.
-    RelaunchIntoSameLog {
-        after: RelaunchAfter,
-        /// Lines the new launch has written when someone reads the file; `None`: all of them.
-        new_launch_lines: Option<u32>,
-        new_command: Option<String>,
-    },
-    /// The log is truncated with `>` by a relaunch while the old server still writes to it.
-    TruncateWhileWriting {
-        append: bool,
-        new_command: Option<String>,
-    },
-    PartialLastLine,
-    Rotate,
-    Kill {
-        process: String,
-        signal: Signal,
-        at: Phase,
-    },
-    Hang {
-        process: String,
-        at: Phase,
-    },
-    OrphanWorkers,
-    HoldGpuMemory {
-        gib: f64,
-    },
-    ShmLeftover,
-    NodeLoss {
-        node: u32,
-        at: Phase,
-    },
-    /// Earlier healthy launches of the same file before the scenario's launch.
-    EarlierLaunches {
-        count: u32,
-    },
-    /// The whole host (container) is killed at a phase: every process dies at once, the log
-    /// just ends (`docker kill`, a power loss).
-    HostKill {
-        at: Phase,
-    },
-    /// The host restarts after the launch came up; pids are handed out again from the start.
-    HostRestart,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RelaunchAfter {
-    /// The first launch crashed on its own.
-    Crash,
-    /// The first launch was killed with `kill -9` of the API server (workers may survive).
-    Kill9,
-    /// The first launch was running fine and was stopped.
-    Ready,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Signal {
-    Kill,
-    Term,
-    Segv,
-    Bus,
-}
-
-impl Signal {
-    pub fn number(self) -> i32 {
-        match self {
-            Signal::Kill => 9,
-            Signal::Term => 15,
-            Signal::Segv => 11,
-            Signal::Bus => 7,
-        }
-    }
-    pub fn name(self) -> &'static str {
-        match self {
-            Signal::Kill => "SIGKILL",
-            Signal::Term => "SIGTERM",
-            Signal::Segv => "SIGSEGV",
-            Signal::Bus => "SIGBUS",
-        }
-    }
-}
-
-/// When a process fault strikes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Phase {
-    /// During distributed init (before the worker prefix is set).
-    InitDevice,
-    /// While loading weights.
-    LoadWeights,
-    /// During torch.compile / CUDA graph capture.
-    Compile,
-    /// After `Application startup complete.`, while serving.
-    Serving,
-}
-
-impl Phase {
-    fn parse(s: &str) -> Option<Phase> {
-        Some(match s {
-            "init_device" => Phase::InitDevice,
-            "load_weights" => Phase::LoadWeights,
-            "compile" => Phase::Compile,
-            "serving" => Phase::Serving,
-            _ => return None,
-        })
     }
 }
 
@@ -756,6 +453,14 @@ impl Scenario {
         }
         let p = crate::profile::Profile::for_version(version);
         let engine = p.cpu_engine.unwrap_or(p.engine);
+        if engine == crate::profile::Engine::V0 && !p.stack.contains_key("v0_engine_head") {
+            // The CPU platform's V0 texts come from the 0.8.5.post1 captures; older profiles
+            // have none, and guessing them would be inventing vLLM's output.
+            return Some(format!(
+                "vLLM {version} on the CPU platform is not simulated: no real capture of that \
+                 release line shows its CPU engine (the CPU profiles start at 0.8.5)"
+            ));
+        }
         let bind = self
             .env
             .get("VLLM_CPU_OMP_THREADS_BIND")
@@ -807,105 +512,6 @@ fn parse_minor(s: &str) -> Option<(u32, u32)> {
     let major = it.next()?.parse().ok()?;
     let minor = it.next()?.parse().ok()?;
     Some((major, minor))
-}
-
-fn parse_fault(loc: &Located<'_>, f: &Spanned<RawFault>) -> Result<Fault, ScenarioError> {
-    let r = f.get_ref();
-    let need = |field: &Option<Spanned<String>>, name: &str| -> Result<String, ScenarioError> {
-        field.as_ref().map(|s| s.get_ref().clone()).ok_or_else(|| {
-            loc.at(
-                f.span(),
-                format!("fault `{}` needs `{name}`", r.kind.get_ref()),
-            )
-        })
-    };
-    let phase = |field: &Option<Spanned<String>>| -> Result<Phase, ScenarioError> {
-        let s = field
-            .as_ref()
-            .ok_or_else(|| loc.at(f.span(), format!("fault `{}` needs `at`", r.kind.get_ref())))?;
-        Phase::parse(s.get_ref()).ok_or_else(|| {
-            loc.at(
-                s.span(),
-                format!(
-                    "unknown phase `{}` (known: init_device, load_weights, compile, serving)",
-                    s.get_ref()
-                ),
-            )
-        })
-    };
-    Ok(match r.kind.get_ref().as_str() {
-        "relaunch_into_same_log" => {
-            let after = match r.after.as_ref().map(|a| a.get_ref().as_str()) {
-                None | Some("crash") => RelaunchAfter::Crash,
-                Some("kill9") => RelaunchAfter::Kill9,
-                Some("ready") => RelaunchAfter::Ready,
-                Some(other) => {
-                    return Err(loc.at(
-                        r.after.as_ref().map_or(f.span(), |a| a.span()),
-                        format!("unknown `after` value `{other}` (known: crash, kill9, ready)"),
-                    ))
-                }
-            };
-            Fault::RelaunchIntoSameLog {
-                after,
-                new_launch_lines: r.new_launch_lines,
-                new_command: r.new_command.as_ref().map(|c| c.get_ref().clone()),
-            }
-        }
-        "truncate_while_writing" => Fault::TruncateWhileWriting {
-            append: r.append.unwrap_or(false),
-            new_command: r.new_command.as_ref().map(|c| c.get_ref().clone()),
-        },
-        "partial_last_line" => Fault::PartialLastLine,
-        "rotate" => Fault::Rotate,
-        "kill" => {
-            let signal = match r.signal.as_ref().map(|s| s.get_ref().as_str()) {
-                None | Some("SIGKILL") | Some("KILL") | Some("9") => Signal::Kill,
-                Some("SIGTERM") | Some("TERM") | Some("15") => Signal::Term,
-                Some("SIGSEGV") | Some("SEGV") | Some("11") => Signal::Segv,
-                Some("SIGBUS") | Some("BUS") | Some("7") => Signal::Bus,
-                Some(other) => {
-                    return Err(loc.at(
-                        r.signal.as_ref().map_or(f.span(), |s| s.span()),
-                        format!("unknown signal `{other}`"),
-                    ))
-                }
-            };
-            Fault::Kill {
-                process: need(&r.process, "process")?,
-                signal,
-                at: phase(&r.at)?,
-            }
-        }
-        "hang" => Fault::Hang {
-            process: need(&r.process, "process")?,
-            at: phase(&r.at)?,
-        },
-        "orphan_workers" => Fault::OrphanWorkers,
-        "hold_gpu_memory" => Fault::HoldGpuMemory {
-            gib: r
-                .gib
-                .ok_or_else(|| loc.at(f.span(), "fault `hold_gpu_memory` needs `gib`"))?,
-        },
-        "shm_leftover" => Fault::ShmLeftover,
-        "node_loss" => Fault::NodeLoss {
-            node: r.node.unwrap_or(1),
-            at: phase(&r.at)?,
-        },
-        "earlier_launches" => Fault::EarlierLaunches {
-            count: r.earlier_launches.unwrap_or(1),
-        },
-        "host_kill" => Fault::HostKill { at: phase(&r.at)? },
-        "host_restart" => Fault::HostRestart,
-        other => {
-            return Err(loc.at(
-                r.kind.span(),
-                format!(
-                    "unknown fault kind `{other}` (known: relaunch_into_same_log, truncate_while_writing, partial_last_line, rotate, kill, hang, orphan_workers, hold_gpu_memory, shm_leftover, node_loss, earlier_launches, host_kill, host_restart)"
-                ),
-            ))
-        }
-    })
 }
 
 #[cfg(test)]
