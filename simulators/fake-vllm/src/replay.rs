@@ -24,7 +24,7 @@ use super::{http, Setup, ENV_NODE_IPS, ENV_PIDS, ENV_RAY_PORT, ENV_SHM_NAME};
 use crate::clock;
 use generator::clock::SimTime;
 use generator::record::{Body, Renderer};
-use generator::version::Version;
+use generator::release::Switch;
 use procfacts::ProcInfo;
 
 /// Longest single sleep, so stop requests and child exits are seen promptly.
@@ -355,7 +355,7 @@ impl Runtime {
             return true;
         }
         self.role != API_ROLE
-            && self.setup.scenario.vllm >= Version::new(0, 16, 0)
+            && self.setup.scenario.vllm.has(Switch::WorkersWatchParent)
             && rustix::process::getppid() != self.parent_at_start
     }
 

@@ -8,6 +8,7 @@
 
 use crate::catalog::{GpuSpec, ModelPreset};
 use crate::profile::{Engine, Profile};
+use crate::release::Switch;
 use crate::scenario::{Fault, Host, NcclFault, Phase, Platform, Scenario, Signal};
 use crate::selector::{self, Selection, SelectorInput};
 use crate::version::Version;
@@ -418,7 +419,9 @@ impl Deployment {
             Platform::CpuPlugin | Platform::Cuda => {}
         }
         // The API server binds its port before it builds the engine (0.8+).
-        if s.host.ports_in_use.contains(&args.port) && self.version >= Version::new(0, 8, 0) {
+        if s.host.ports_in_use.contains(&args.port)
+            && self.version.has(Switch::PortBoundBeforeEngine)
+        {
             return Some(Failure::PortInUse);
         }
         let Some(model) = self.model else {
@@ -459,7 +462,7 @@ impl Deployment {
         }
         if let Some(q) = &self.quantization {
             let min = match q.as_str() {
-                "modelopt" | "fp8" if self.version >= Version::new(0, 10, 0) => 89,
+                "modelopt" | "fp8" if self.version.has(Switch::Fp8QuantNeedsSm89) => 89,
                 "modelopt_fp4" => 75,
                 "compressed-tensors" => 80,
                 "mxfp4" => 80,
@@ -502,7 +505,7 @@ impl Deployment {
                 });
             }
         }
-        if self.gpu.capability_int() >= 120 && self.version < Version::new(0, 9, 0) {
+        if self.gpu.capability_int() >= 120 && !self.version.has(Switch::Sm120Kernels) {
             return Some(Failure::NoKernelImage);
         }
         for f in &s.faults {

@@ -17,6 +17,7 @@ pub mod host;
 pub mod interleave;
 pub mod profile;
 pub mod record;
+pub mod release;
 pub mod scenario;
 pub mod script;
 pub mod seed;

@@ -160,7 +160,10 @@ impl Renderer<'_> {
     fn formatter_color(&self) -> bool {
         self.force_color
             && !self.no_color
-            && self.profile.version >= crate::version::Version::new(0, 13, 0)
+            && self
+                .profile
+                .version
+                .has(crate::release::Switch::LoggingColorEnv)
     }
 
     /// `LEVEL MM-DD HH:MM:SS [file:line] `.

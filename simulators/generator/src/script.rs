@@ -15,11 +15,11 @@ use crate::clock::SimTime;
 use crate::deploy::{Deployment, Failure};
 use crate::profile::{Banner, Engine, Profile, RankScope, WorkerNaming};
 use crate::record::{Body, Event, Proc};
+use crate::release::Switch;
 use crate::scenario::{NcclFault, Phase, Platform, Signal};
 use crate::seed::{Rng, Seed, SharedRng};
 use crate::selector::{self, Announce, Selection};
 use crate::traceback::{exception_line_index, exception_message, Traceback};
-use crate::version::Version;
 use vllm_argv::CliProblem;
 
 mod cpu;
@@ -720,7 +720,7 @@ fn api_server_config(b: &mut Builder<'_>, l: &Launch) -> Step {
         b.log(API, "custom_ar_unsupported_platform", &[]);
     }
     // Checks of the parallel config: before the cache config in V0, in `VllmConfig` in V1.
-    let tp_heads_now = p.engine == Engine::V0 || d.version < Version::new(0, 10, 0);
+    let tp_heads_now = p.engine == Engine::V0 || !d.version.has(Switch::TpHeadsCheckedInVllmConfig);
     if let (Some(Failure::TpHeads { heads }), true) = (failure, tp_heads_now) {
         let exc = b.fill(p.error("tp_heads"), &[("heads", heads.to_string())]);
         api_config_error(b, &exc, &["api_config_verify"]);
@@ -777,7 +777,7 @@ fn api_server_config(b: &mut Builder<'_>, l: &Launch) -> Step {
         ..
     }) = &d.selection
     {
-        if d.version >= Version::new(0, 13, 0) {
+        if d.version.has(Switch::Sm100MlaPreselectsCutlass) {
             b.log(
                 API,
                 if *bs == 128 {
@@ -1680,7 +1680,7 @@ fn banner(b: &mut Builder<'_>) {
         let vars = namespace_vars(d, &mut b.d_rng());
         let args = b.fill(template, &vars);
         b.log(API, "non_default_args", &[("args", args)]);
-    } else if b.p.engine == Engine::V0 && d.version < Version::new(0, 8, 0) {
+    } else if b.p.engine == Engine::V0 && !d.version.has(Switch::V0NamespaceArgs) {
         let args = v0_namespace(d);
         b.log(API, "v0_args", &[("args", args)]);
     } else {
@@ -1884,7 +1884,7 @@ fn cli_error(b: &mut Builder<'_>, problem: &CliProblem) {
     let d = b.d;
     let (prog, usage) = match d.args.entrypoint {
         vllm_argv::Entrypoint::Serve => {
-            if d.version >= Version::new(0, 8, 0) {
+            if d.version.has(Switch::ServeUsageOptionalModel) {
                 (
                     "vllm serve",
                     "usage: vllm serve [model_tag] [options]".to_string(),
@@ -1961,7 +1961,7 @@ fn cli_error(b: &mut Builder<'_>, problem: &CliProblem) {
 /// A configuration error raised in the API server process (uncaught, printed to stderr).
 fn api_config_error(b: &mut Builder<'_>, exc: &str, stacks: &[&str]) {
     let p = b.p;
-    let legacy_v0 = p.engine == Engine::V0 && b.d.version < Version::new(0, 8, 0);
+    let legacy_v0 = p.engine == Engine::V0 && !b.d.version.has(Switch::V0NamespaceArgs);
     let tb = if legacy_v0 {
         Traceback::new(exc.to_string()).with(p, "v0_api")
     } else {

@@ -5,6 +5,7 @@
 //! platform; from 0.12 validated priority lists where every backend reports why it is invalid.
 
 use crate::catalog::{AttentionShape, GpuSpec, KvDeclaration, ModelPreset};
+use crate::release::Switch;
 use crate::version::Version;
 
 /// What the selector needs to know.
@@ -67,7 +68,7 @@ pub fn resolve_kv_cache_dtype(version: Version, requested: &str, model: &ModelPr
         return requested.to_string();
     }
     match model.kv_cache_declaration() {
-        Some(KvDeclaration::ModelOpt { .. }) if version >= Version::new(0, 14, 0) => {
+        Some(KvDeclaration::ModelOpt { .. }) if version.has(Switch::ModeloptKvSchemeForcesFp8) => {
             "fp8_e4m3".to_string()
         }
         // compressed-tensors forces "fp8" on standard attention layers whatever the flag says.
@@ -82,7 +83,7 @@ fn is_fp8(kv: &str) -> bool {
 
 /// Decide the attention backend.
 pub fn select(input: &SelectorInput<'_>) -> Selection {
-    if input.version < Version::new(0, 12, 0) {
+    if !input.version.has(Switch::SelectorPriorityLists) {
         select_chain(input)
     } else {
         select_validated(input)
@@ -111,7 +112,11 @@ fn select_chain(input: &SelectorInput<'_>) -> Selection {
             error_id: "triton_mla_fp8",
         };
     }
-    if fp8 && backend == "FLASH_ATTN" && major != 9 && input.version < Version::new(0, 10, 0) {
+    if fp8
+        && backend == "FLASH_ATTN"
+        && major != 9
+        && !input.version.has(Switch::FlashAttnFp8KvAnyGpu)
+    {
         return Selection::NotImplemented {
             error_id: "flash_attn_fp8",
         };
@@ -125,7 +130,7 @@ fn select_chain(input: &SelectorInput<'_>) -> Selection {
 
 fn mla_priorities(input: &SelectorInput<'_>) -> Vec<&'static str> {
     if input.gpu.major() == 10 {
-        if input.version >= Version::new(0, 15, 0) {
+        if input.version.has(Switch::Sm100MlaFlashinferFirst) {
             vec![
                 "FLASHINFER_MLA",
                 "CUTLASS_MLA",
@@ -164,13 +169,12 @@ fn dense_priorities(input: &SelectorInput<'_>) -> Vec<&'static str> {
 }
 
 fn kv_dtypes(backend: &str, v: Version, major: u32) -> Vec<&'static str> {
-    let v15 = v >= Version::new(0, 15, 0);
-    let v18 = v >= Version::new(0, 18, 0);
+    let triton_mla_fp8 = v.has(Switch::TritonMlaFp8Kv);
     let mut out: Vec<&'static str> = match backend {
         "CUTLASS_MLA" | "FLASHINFER_MLA" | "FLASHMLA" => vec!["auto", "fp8", "fp8_e4m3"],
         "FLASH_ATTN_MLA" => vec!["auto"],
         "TRITON_MLA" => {
-            if v18 {
+            if triton_mla_fp8 {
                 vec!["auto", "fp8", "fp8_e4m3"]
             } else {
                 vec!["auto"]
@@ -187,10 +191,10 @@ fn kv_dtypes(backend: &str, v: Version, major: u32) -> Vec<&'static str> {
         "FLASHINFER" | "TRITON_ATTN" => vec!["auto", "fp8", "fp8_e4m3", "fp8_e5m2"],
         _ => vec!["auto"],
     };
-    if v15 {
+    if v.has(Switch::KvDtypeBfloat16) {
         out.push("bfloat16");
     }
-    if v18 {
+    if v.has(Switch::KvDtypeFloat16) {
         out.push("float16");
     }
     out
@@ -267,7 +271,7 @@ fn select_validated(input: &SelectorInput<'_>) -> Selection {
         && !input.shape.sparse
         && major == 10
         && input.forced.is_none()
-        && input.version >= Version::new(0, 13, 0)
+        && input.version.has(Switch::Sm100MlaPreselectsCutlass)
     {
         Some("CUTLASS_MLA")
     } else {
@@ -328,7 +332,7 @@ pub fn reasons_repr(reasons: &[(String, Vec<String>)]) -> String {
 /// The candidate list of the success line: a tuple before v0.16, a list from v0.16.
 pub fn candidates_repr(version: Version, candidates: &[String]) -> String {
     let quoted: Vec<String> = candidates.iter().map(|c| format!("'{c}'")).collect();
-    if version >= Version::new(0, 16, 0) {
+    if version.has(Switch::CandidatesAsList) {
         format!("[{}]", quoted.join(", "))
     } else if quoted.len() == 1 {
         format!("({},)", quoted[0])

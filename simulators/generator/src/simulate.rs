@@ -10,6 +10,7 @@ use crate::clock::SimTime;
 use crate::deploy::{Deployment, Failure};
 use crate::interleave::{render_launch, RenderedLaunch};
 use crate::record::{Proc, Renderer};
+use crate::release::Switch;
 use crate::scenario::{Fault, RelaunchAfter, Scenario};
 use crate::script::{build_launch, Ending, LaunchLog, LaunchStatus};
 use crate::seed::Seed;
@@ -251,7 +252,8 @@ pub fn simulate(s: &Scenario, opts: &SimOptions, out: &mut dyn Write) -> io::Res
         });
         // Workers of a `kill -9`ed server (vLLM ≤ 0.15) keep their GPU memory.
         let mut s2 = s.clone();
-        let holds = (after == RelaunchAfter::Kill9 || orphan) && s.vllm < Version::new(0, 16, 0);
+        let holds =
+            (after == RelaunchAfter::Kill9 || orphan) && !s.vllm.has(Switch::WorkersWatchParent);
         if holds {
             let held = first_dep
                 .memory
@@ -601,7 +603,7 @@ fn healthy_variant(d: &Deployment) -> Deployment {
         };
         h.selection = Some(Selection::Chosen {
             backend: backend.into(),
-            announce: if h.version >= Version::new(0, 12, 0) {
+            announce: if h.version.has(Switch::SelectorAnnouncesCandidates) {
                 Announce::Auto {
                     candidates: vec![backend.into()],
                 }
