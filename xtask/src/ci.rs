@@ -41,15 +41,17 @@ struct Stage {
     cmd: Command,
 }
 
-/// A stage running this xtask (release build) with `args`.
+/// A stage running this xtask with `args`.
 fn xtask(name: &'static str, args: &[&str]) -> Stage {
     xtask_with(name, &[], args)
 }
 
-/// A stage running this xtask (release build, with cargo `features`) with `args`.
+/// A stage running this xtask (with cargo `features`) with `args`. The dev profile, as the test
+/// stage builds it (dependencies at opt-level 2): the scenario stages reuse that build instead
+/// of compiling the workspace a second time in release.
 fn xtask_with(name: &'static str, features: &[&str], args: &[&str]) -> Stage {
     let mut cmd = cargo();
-    cmd.args(["run", "--quiet", "--release", "--package", "xtask"]);
+    cmd.args(["run", "--quiet", "--package", "xtask"]);
     for f in features {
         cmd.args(["--features", f]);
     }
