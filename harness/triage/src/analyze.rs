@@ -13,7 +13,7 @@ use std::sync::OnceLock;
 use super::grammar::{parse_line, HeaderKind, Level};
 use super::rules::{Role, RuleSet};
 use super::scan::{self, WindowedLines};
-use super::traceback::{Assembler, LineRole, Record};
+use super::traceback::{is_exception_statement, Assembler, LineRole, Record};
 use super::verdict::{Damage, RootCause, Secondary, Stale, Status, Verdict, VERDICT_SCHEMA};
 
 /// At most this many secondary entries are listed.
@@ -231,7 +231,8 @@ fn classify(rec: &Record, rules: &RuleSet) -> Option<(Class, Option<usize>, usiz
                 let level_ok = r.any_level
                     || rec.traceback
                     || matches!(l.level, Some(Level::Error) | Some(Level::Critical))
-                    || (l.level.is_none() && is_exception_like(&l.body));
+                    || (l.level.is_none() && is_exception_like(&l.body))
+                    || is_exception_statement(&l.body);
                 let frames_ok = r
                     .frames
                     .as_ref()
@@ -314,6 +315,15 @@ fn classify(rec: &Record, rules: &RuleSet) -> Option<(Class, Option<usize>, usiz
             .unwrap_or(0);
         return Some((Class::IncompleteUnknown, None, i));
     }
+    if let Some(i) = rec
+        .lines
+        .iter()
+        .rposition(|l| is_exception_statement(&l.body))
+    {
+        // Weaker evidence than a traceback's own exception line: libraries print such lines
+        // as warnings on import (protobuf's `AttributeError: 'MessageFactory' …`).
+        return Some((Class::UnknownError, None, i));
+    }
     if matches!(rec.level(), Some(Level::Error) | Some(Level::Critical)) {
         return Some((Class::UnknownError, None, 0));
     }
@@ -332,6 +342,8 @@ pub fn analyze_launch(
     let mut lines = WindowedLines::new(b, sc, region.start, region.end, region.first_line);
     let mut asm = Assembler::new();
     let mut ready = false;
+    // The first line that says the server is up.
+    let mut ready_line: Option<u64> = None;
     let mut stopped = false;
     let mut started = false;
     let mut evidence: BTreeMap<String, serde_json::Value> = BTreeMap::new();
@@ -400,6 +412,7 @@ pub fn analyze_launch(
                 || body.starts_with("Uvicorn running on")
             {
                 ready = true;
+                ready_line.get_or_insert(line.no);
             } else if body.starts_with("Application shutdown complete") {
                 stopped = true;
             }
@@ -489,8 +502,34 @@ pub fn analyze_launch(
     let mut v = Verdict::empty();
     v.schema = VERDICT_SCHEMA;
     v.vllm_version = version;
+    // Errors the launch survived are not its root cause: one logged before the server became
+    // ready (it got up regardless: a backend probe, an optional import), and one a request
+    // raised while serving, which vLLM's OpenAI serving layer (`entrypoints/openai/serving_*.py`)
+    // catches, answers with an error response, and logs.
+    let survived = |c: &Candidate| {
+        let r = &records[c.record];
+        let no = r.lines[c.quote].no;
+        ready_line.is_some_and(|ready| {
+            no < ready || r.location.as_deref().is_some_and(is_request_handler)
+        })
+    };
+    let survivors: Vec<usize> = order
+        .iter()
+        .copied()
+        .filter(|&i| survived(&cands[i]))
+        .collect();
     // Root cause and folding.
-    let root_i = order.first().copied();
+    let root_i = order.iter().copied().find(|&i| !survived(&cands[i]));
+    if root_i.is_none() {
+        if let Some(&first) = survivors.first() {
+            let r = &records[cands[first].record];
+            diagnostics.push(format!(
+                "{} error record(s) the server survived (it became ready after them, or a request's error while serving), first at line {}: not a launch failure",
+                survivors.len(),
+                r.lines[cands[first].quote].no
+            ));
+        }
+    }
     let mut used = vec![false; cands.len()];
     if let Some(ri) = root_i {
         let root = &cands[ri];
@@ -637,6 +676,14 @@ pub fn analyze_launch(
     }
 }
 
+/// A log site of vLLM's OpenAI serving layer, whose per-request errors do not stop the
+/// server: `serving_chat.py:136`, `[serving_completion.py:131]`, `serving_engine.py`.
+fn is_request_handler(location: &str) -> bool {
+    let file = location.rsplit('/').next().unwrap_or(location);
+    let file = file.trim_start_matches('[');
+    file.starts_with("serving_")
+}
+
 fn version_of(body: &str) -> Option<String> {
     let grab = |rest: &str| {
         let v: String = rest
@@ -728,6 +775,75 @@ fn strip_to_message(body: &str) -> String {
 #[cfg(test)]
 mod tests {
     use crate::{triage, Options, Output};
+
+    fn one(log: &str) -> crate::Verdict {
+        let Output::One(v) = triage(log.as_bytes(), &Options::default()) else {
+            panic!("one verdict")
+        };
+        v
+    }
+
+    #[test]
+    fn an_exception_line_on_its_own_is_a_crash_on_that_line() {
+        // An excerpt that kept only the last line of a traceback, behind a markdown quote.
+        let v = one("some context\n> RuntimeError: GPUs with compute capability below 7.0 are not supported.\n");
+        assert_eq!(v.status, crate::Status::Crashed);
+        let rc = v.root_cause.expect("a root cause");
+        assert_eq!(rc.line, 2, "{rc:?}");
+        assert_eq!(rc.id, "unknown");
+        // A library's import-time warning that looks like an exception ranks below a
+        // traceback's own exception line.
+        let v = one("\
+AttributeError: 'MessageFactory' object has no attribute 'GetPrototype'
+Traceback (most recent call last):
+  File \"/x/vllm/config.py\", line 1, in f
+ValueError: Cannot find the config file for awq
+");
+        assert_eq!(v.root_cause.expect("a root cause").line, 4);
+        // Not exceptions: a warning class, a sentence with a colon.
+        let v = one("UserWarning: something is deprecated\nNote: this is fine\n");
+        assert!(v.root_cause.is_none(), "{:?}", v.root_cause);
+    }
+
+    #[test]
+    fn an_error_the_server_survived_is_not_its_root_cause() {
+        let startup_probe = "\
+(APIServer pid=10) INFO 11-30 03:31:00 [api_server.py:1] vLLM API server version 0.15.1
+(EngineCore_DP0 pid=11) ERROR 11-30 03:31:05 [core.py:1] Traceback (most recent call last):
+(EngineCore_DP0 pid=11) ERROR 11-30 03:31:05 [core.py:1]   File \"/x/vllm/probe.py\", line 3, in probe
+(EngineCore_DP0 pid=11) ERROR 11-30 03:31:05 [core.py:1] ImportError: cannot import name '_C'
+(APIServer pid=10) INFO:     Application startup complete.
+";
+        let v = one(startup_probe);
+        assert_eq!(v.status, crate::Status::Ready, "{:?}", v.root_cause);
+        assert!(v.root_cause.is_none());
+        assert!(
+            v.diagnostics.iter().any(|d| d.contains("survived")),
+            "{:?}",
+            v.diagnostics
+        );
+        // A request's error, logged by the OpenAI serving layer while serving.
+        let request = "\
+INFO:     Application startup complete.
+ERROR 07-22 08:51:06 [serving_completion.py:131] Error in preprocessing prompt inputs
+ERROR 07-22 08:51:06 [serving_completion.py:131] Traceback (most recent call last):
+ERROR 07-22 08:51:06 [serving_completion.py:131]   File \"/x/vllm/entrypoints/openai/serving_completion.py\", line 123, in create_completion
+ERROR 07-22 08:51:06 [serving_completion.py:131] ValueError: This model's maximum context length is 4096 tokens.
+INFO:     127.0.0.1:34636 - \"POST /v1/completions HTTP/1.1\" 400 Bad Request
+";
+        let v = one(request);
+        assert_eq!(v.status, crate::Status::Ready, "{:?}", v.root_cause);
+        // The same error in a worker after readiness is a crash at runtime.
+        let runtime = "\
+(APIServer pid=10) INFO:     Application startup complete.
+(Worker_TP1 pid=12) ERROR 11-30 03:40:00 [multiproc_executor.py:1] Traceback (most recent call last):
+(Worker_TP1 pid=12) ERROR 11-30 03:40:00 [multiproc_executor.py:1]   File \"/x/vllm/worker.py\", line 1, in execute
+(Worker_TP1 pid=12) ERROR 11-30 03:40:00 [multiproc_executor.py:1] ValueError: bad things
+";
+        let v = one(runtime);
+        assert_eq!(v.status, crate::Status::Crashed);
+        assert_eq!(v.root_cause.expect("a root cause").line, 4);
+    }
 
     #[test]
     fn a_report_of_a_death_defers_to_the_dead_process_own_report() {

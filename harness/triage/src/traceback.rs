@@ -124,6 +124,34 @@ fn is_exception_like(body: &str) -> bool {
             || body.contains(": "))
 }
 
+/// A line that states a raised exception on its own: `Type: message` whose type names an
+/// exception (`…Error`, `…Exception`, `KeyboardInterrupt`, `SystemExit`), or pydantic's
+/// `Value error, …` detail of a config `ValidationError`. Outside a traceback this is an excerpt
+/// that kept only the last line, or a wrapper re-printing the error.
+pub fn is_exception_statement(body: &str) -> bool {
+    let body = body.trim_start_matches(['`', '>', ' ']);
+    if body.starts_with("Value error, ") {
+        return true;
+    }
+    let Some((head, _)) = body.split_once(": ") else {
+        return matches!(body.trim_end(), "KeyboardInterrupt" | "SystemExit");
+    };
+    if head.is_empty()
+        || head.len() >= 120
+        || !head.starts_with(|c: char| c.is_ascii_alphabetic())
+        || !head
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '_')
+    {
+        return false;
+    }
+    let ty = head.rsplit('.').next().unwrap_or(head);
+    ty.ends_with("Error")
+        || ty.ends_with("Exception")
+        || ty == "KeyboardInterrupt"
+        || ty == "SystemExit"
+}
+
 fn is_chain_marker(body: &str) -> bool {
     body.starts_with("During handling of the above exception")
         || body.starts_with("The above exception was the direct cause")
@@ -338,7 +366,7 @@ impl Assembler {
             return;
         }
         let error_level = matches!(p.level, Some(Level::Error) | Some(Level::Critical));
-        if error_level || is_candidate {
+        if error_level || is_candidate || is_exception_statement(body) {
             self.start(p, key, mk(LineRole::Head), State::Head);
         }
     }
