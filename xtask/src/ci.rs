@@ -90,7 +90,9 @@ pub fn run() -> Result<i32> {
         cmd: c,
     });
     let mut c = cargo();
-    c.args(["test", "--workspace"]);
+    // Every feature, so the container stage's xtask reuses this build (testcontainers is a
+    // dev-dependency of the tests anyway).
+    c.args(["test", "--workspace", "--all-features"]);
     stages.push(Stage {
         name: "tests",
         cmd: c,
