@@ -3,6 +3,7 @@
 //! status. This is the figure a new batch gets at first sight, before any change made for it
 //! (`scenarios/real/FIRST_SIGHT.md`).
 
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
@@ -24,6 +25,7 @@ pub fn run(a: CorpusArgs) -> Result<i32> {
     } else {
         a.dirs
     };
+    let mut out = String::new();
     let mut total = (0, 0, 0, 0);
     for d in &dirs {
         if !d.join("labels.toml").is_file() {
@@ -31,9 +33,10 @@ pub fn run(a: CorpusArgs) -> Result<i32> {
         }
         let s = corpus::score_dir(d).map_err(anyhow::Error::msg)?;
         if a.verbose {
-            print!("{}", corpus::table(&s));
+            out.push_str(&corpus::table(&s));
         }
-        println!("{}", s.summary());
+        out.push_str(&s.summary());
+        out.push('\n');
         total.0 += s.n();
         total.1 += s.lines();
         total.2 += s.ids();
@@ -41,11 +44,15 @@ pub fn run(a: CorpusArgs) -> Result<i32> {
     }
     let (n, l, i, st) = total;
     let pct = |k: usize| 100.0 * k as f64 / n.max(1) as f64;
-    println!(
-        "all: {n} logs, line {l}/{n} ({:.1}%), id {i}/{n} ({:.1}%), status {st}/{n} ({:.1}%)",
+    out.push_str(&format!(
+        "all: {n} logs, line {l}/{n} ({:.1}%), id {i}/{n} ({:.1}%), status {st}/{n} ({:.1}%)\n",
         pct(l),
         pct(i),
         pct(st)
-    );
-    Ok(0)
+    ));
+    // A reader that stops early (`| head`) is not an error.
+    match std::io::stdout().write_all(out.as_bytes()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(0),
+    }
 }
