@@ -77,6 +77,11 @@ impl Switch {
         }
     }
 
+    /// The switch whose `data/switches.toml` key is `key`.
+    pub fn from_key(key: &str) -> Option<Switch> {
+        Switch::ALL.into_iter().find(|s| s.key() == key)
+    }
+
     /// The first release with this behaviour.
     pub fn since(self) -> Version {
         table()[self.key()]

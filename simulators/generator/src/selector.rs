@@ -4,6 +4,11 @@
 //! Main function: [`select`]. Two regimes, as in vLLM: before 0.12 a hard-coded chain per
 //! platform; from 0.12 validated priority lists where every backend reports why it is invalid.
 
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+use serde::Deserialize;
+
 use crate::catalog::{AttentionShape, GpuSpec, KvDeclaration, ModelPreset};
 use crate::release::Switch;
 use crate::version::Version;
@@ -91,176 +96,108 @@ pub fn select(input: &SelectorInput<'_>) -> Selection {
 }
 
 fn select_chain(input: &SelectorInput<'_>) -> Selection {
-    let major = input.gpu.major();
-    let fp8 = is_fp8(input.kv_cache_dtype);
-    // (backend, title, cuda.py line of the info_once call)
-    let (backend, title, line) = if input.shape.mla {
-        if major == 10 {
-            ("CUTLASS_MLA", "Cutlass MLA", 242)
-        } else if major == 9 {
-            ("FLASHMLA", "FlashMLA", 250)
-        } else {
-            ("TRITON_MLA", "Triton MLA", 262)
+    let t = tables();
+    let link = t
+        .chain
+        .iter()
+        .find(|c| c.mla == input.shape.mla && c.gpu.holds(input.gpu))
+        .expect("data/backends.toml: the chain ends with an entry for every GPU");
+    if is_fp8(input.kv_cache_dtype) {
+        if let Some(error_id) = &link.fp8_not_implemented {
+            let ok_gpu = link.fp8_ok.as_ref().is_some_and(|g| g.holds(input.gpu));
+            let ok_release = link.fp8_ok_switch.is_some_and(|s| input.version.has(s.0));
+            if !ok_gpu && !ok_release {
+                return Selection::NotImplemented {
+                    error_id: error_id.as_str(),
+                };
+            }
         }
-    } else if major >= 8 {
-        ("FLASH_ATTN", "Flash Attention", 284)
-    } else {
-        ("FLEX_ATTENTION", "FlexAttention", 264)
-    };
-    if fp8 && backend == "TRITON_MLA" {
-        return Selection::NotImplemented {
-            error_id: "triton_mla_fp8",
-        };
-    }
-    if fp8
-        && backend == "FLASH_ATTN"
-        && major != 9
-        && !input.version.has(Switch::FlashAttnFp8KvAnyGpu)
-    {
-        return Selection::NotImplemented {
-            error_id: "flash_attn_fp8",
-        };
     }
     Selection::Chosen {
-        backend: backend.to_string(),
-        announce: Announce::V1Title { title, line },
+        backend: link.backend.clone(),
+        announce: Announce::V1Title {
+            title: link.title.as_str(),
+            line: link.line,
+        },
         forced_block_size: None,
     }
 }
 
-fn mla_priorities(input: &SelectorInput<'_>) -> Vec<&'static str> {
-    if input.gpu.major() == 10 {
-        if input.version.has(Switch::Sm100MlaFlashinferFirst) {
-            vec![
-                "FLASHINFER_MLA",
-                "CUTLASS_MLA",
-                "FLASH_ATTN_MLA",
-                "FLASHMLA",
-                "TRITON_MLA",
-                "FLASHMLA_SPARSE",
-            ]
-        } else {
-            vec![
-                "CUTLASS_MLA",
-                "FLASHINFER_MLA",
-                "FLASH_ATTN_MLA",
-                "FLASHMLA",
-                "TRITON_MLA",
-                "FLASHMLA_SPARSE",
-            ]
-        }
-    } else {
-        vec![
-            "FLASH_ATTN_MLA",
-            "FLASHMLA",
-            "FLASHINFER_MLA",
-            "TRITON_MLA",
-            "FLASHMLA_SPARSE",
-        ]
-    }
-}
-
-fn dense_priorities(input: &SelectorInput<'_>) -> Vec<&'static str> {
-    if input.gpu.major() == 10 {
-        vec!["FLASHINFER", "FLASH_ATTN", "TRITON_ATTN", "FLEX_ATTENTION"]
-    } else {
-        vec!["FLASH_ATTN", "FLASHINFER", "TRITON_ATTN", "FLEX_ATTENTION"]
-    }
-}
-
-fn kv_dtypes(backend: &str, v: Version, major: u32) -> Vec<&'static str> {
-    let triton_mla_fp8 = v.has(Switch::TritonMlaFp8Kv);
-    let mut out: Vec<&'static str> = match backend {
-        "CUTLASS_MLA" | "FLASHINFER_MLA" | "FLASHMLA" => vec!["auto", "fp8", "fp8_e4m3"],
-        "FLASH_ATTN_MLA" => vec!["auto"],
-        "TRITON_MLA" => {
-            if triton_mla_fp8 {
-                vec!["auto", "fp8", "fp8_e4m3"]
-            } else {
-                vec!["auto"]
-            }
-        }
-        "FLASHMLA_SPARSE" => vec!["auto", "fp8_ds_mla"],
-        "FLASH_ATTN" => {
-            if major == 9 {
-                vec!["auto", "fp8", "fp8_e4m3", "fp8_e5m2"]
-            } else {
-                vec!["auto"]
-            }
-        }
-        "FLASHINFER" | "TRITON_ATTN" => vec!["auto", "fp8", "fp8_e4m3", "fp8_e5m2"],
-        _ => vec!["auto"],
-    };
-    if v.has(Switch::KvDtypeBfloat16) {
-        out.push("bfloat16");
-    }
-    if v.has(Switch::KvDtypeFloat16) {
-        out.push("float16");
-    }
-    out
-}
-
-fn capability_ok(backend: &str, major: u32, cap: u32) -> bool {
-    match backend {
-        "CUTLASS_MLA" | "FLASHINFER_MLA" => major == 10,
-        "FLASH_ATTN_MLA" => major == 9,
-        "FLASHMLA" | "FLASHMLA_SPARSE" => major == 9 || major == 10,
-        "FLASH_ATTN" => major >= 8,
-        "FLASHINFER" => (75..=121).contains(&cap),
-        _ => true,
-    }
+fn priorities(input: &SelectorInput<'_>) -> &'static [String] {
+    &tables()
+        .priority
+        .iter()
+        .find(|p| {
+            p.mla == input.shape.mla
+                && p.gpu.holds(input.gpu)
+                && p.switch.is_none_or(|s| input.version.has(s.0))
+        })
+        .expect("data/backends.toml: the priority lists end with an entry for every GPU")
+        .order
 }
 
 /// Why `backend` cannot serve this configuration, in vLLM's `validate_configuration` order.
-fn invalid_reasons(backend: &str, input: &SelectorInput<'_>) -> Vec<String> {
-    let mla_backend = backend.ends_with("MLA") || backend == "FLASHMLA_SPARSE";
-    let sparse_backend = backend == "FLASHMLA_SPARSE";
-    let major = input.gpu.major();
+fn invalid_reasons(name: &str, input: &SelectorInput<'_>) -> Vec<String> {
+    let unlisted;
+    let backend = match tables().backend.get(name) {
+        Some(b) => b,
+        None => {
+            unlisted = Backend::unlisted(name);
+            &unlisted
+        }
+    };
+    let gpu = input.gpu;
     let mut r = Vec::new();
-    if mla_backend && input.shape.head_size != 576 {
+    if !backend.head_sizes.is_empty() && !backend.head_sizes.contains(&input.shape.head_size) {
         r.push("head_size not supported".to_string());
     }
-    if !kv_dtypes(backend, input.version, major).contains(&input.kv_cache_dtype) {
+    if !backend
+        .kv_cache_dtypes(input)
+        .any(|d| d == input.kv_cache_dtype)
+    {
         r.push("kv_cache_dtype not supported".to_string());
     }
-    if mla_backend && !input.shape.mla {
+    if backend.mla && !input.shape.mla {
         r.push("non-MLA not supported".to_string());
     }
-    if !mla_backend && input.shape.mla {
+    if !backend.mla && input.shape.mla {
         r.push("MLA not supported".to_string());
     }
-    let sink_ok = match backend {
-        "TRITON_ATTN" => true,
-        "FLASH_ATTN" => major == 9,
-        "FLASHINFER" => major == 10,
-        _ => false,
-    };
-    if input.has_sink && !sink_ok {
+    if input.has_sink && !backend.sinks.as_ref().is_some_and(|g| g.holds(gpu)) {
         r.push("sink setting not supported".to_string());
     }
-    if sparse_backend && !input.shape.sparse {
+    if backend.sparse && !input.shape.sparse {
         r.push("non-sparse not supported".to_string());
     }
-    if !sparse_backend && mla_backend && input.shape.sparse {
+    if !backend.sparse && backend.mla && input.shape.sparse {
         r.push("sparse not supported".to_string());
     }
-    if !capability_ok(backend, major, input.gpu.capability_int()) {
+    if !backend.capability.holds(gpu) {
         r.push("compute capability not supported".to_string());
     }
-    match backend {
-        "FLASH_ATTN_MLA" if major != 9 => {
-            r.push("FlashAttention MLA not supported on this device".to_string())
+    if let Some(d) = &backend.device {
+        if !d.gpus.holds(gpu) {
+            r.push(d.reason.clone());
         }
-        "FLASHMLA" if major != 9 && major != 10 => {
-            r.push("FlashMLA Dense is only supported on Hopper devices.".to_string())
+    }
+    if let Some(q) = &backend.qk_nope_head_dim {
+        if input.shape.qk_nope_head_dim != q.equals {
+            r.push(
+                q.reason
+                    .replace("{got}", &input.shape.qk_nope_head_dim.to_string()),
+            );
         }
-        "FLASHINFER_MLA" if input.shape.qk_nope_head_dim != 128 => r.push(format!(
-            "FlashInfer MLA kernel requires qk_nope_head_dim == 128, but got {}",
-            input.shape.qk_nope_head_dim
-        )),
-        _ => {}
     }
     r
+}
+
+fn block_size(name: &str, forced: bool) -> Option<u32> {
+    let b = tables().backend.get(name)?;
+    if forced {
+        b.forced_block_size.or(b.block_size)
+    } else {
+        b.block_size
+    }
 }
 
 fn select_validated(input: &SelectorInput<'_>) -> Selection {
@@ -288,36 +225,192 @@ fn select_validated(input: &SelectorInput<'_>) -> Selection {
         return Selection::Chosen {
             backend: name.to_string(),
             announce: Announce::Forced,
-            forced_block_size: match name {
-                "CUTLASS_MLA" => Some(128),
-                "FLASHMLA" => Some(64),
-                _ => None,
-            },
+            forced_block_size: block_size(name, true),
         };
     }
-    let priorities = if mla {
-        mla_priorities(input)
-    } else {
-        dense_priorities(input)
-    };
     let mut valid = Vec::new();
     let mut reasons = Vec::new();
-    for b in priorities {
+    for b in priorities(input) {
         let r = invalid_reasons(b, input);
         if r.is_empty() {
-            valid.push(b.to_string());
+            valid.push(b.clone());
         } else {
-            reasons.push((b.to_string(), r));
+            reasons.push((b.clone(), r));
         }
     }
     match valid.first() {
         None => Selection::NoValid { reasons },
         Some(first) => Selection::Chosen {
             backend: first.clone(),
-            forced_block_size: if first == "FLASHMLA" { Some(64) } else { None },
+            forced_block_size: block_size(first, false),
             announce: Announce::Auto { candidates: valid },
         },
     }
+}
+
+// ---- data/backends.toml ----
+
+/// A set of GPUs: compute-capability majors, a capability range, or every GPU.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Gpus {
+    major: Option<Vec<u32>>,
+    min: Option<u32>,
+    max: Option<u32>,
+}
+
+impl Gpus {
+    fn holds(&self, gpu: &GpuSpec) -> bool {
+        let cap = gpu.capability_int();
+        self.major.as_ref().is_none_or(|m| m.contains(&gpu.major()))
+            && self.min.is_none_or(|m| cap >= m)
+            && self.max.is_none_or(|m| cap <= m)
+    }
+}
+
+/// A switch named by its `data/switches.toml` key.
+#[derive(Clone, Copy, Debug)]
+struct SwitchKey(Switch);
+
+impl<'de> Deserialize<'de> for SwitchKey {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let key = String::deserialize(d)?;
+        Switch::from_key(&key)
+            .map(SwitchKey)
+            .ok_or_else(|| serde::de::Error::custom(format!("unknown switch `{key}`")))
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Priority {
+    mla: bool,
+    #[serde(default)]
+    gpu: Gpus,
+    switch: Option<SwitchKey>,
+    order: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ChainLink {
+    mla: bool,
+    #[serde(default)]
+    gpu: Gpus,
+    backend: String,
+    title: String,
+    line: u32,
+    fp8_not_implemented: Option<String>,
+    fp8_ok: Option<Gpus>,
+    fp8_ok_switch: Option<SwitchKey>,
+}
+
+/// KV cache dtypes a backend accepts on some GPUs or from a release on.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct KvExtra {
+    #[serde(default)]
+    gpu: Gpus,
+    switch: Option<SwitchKey>,
+    add: Vec<String>,
+}
+
+impl KvExtra {
+    fn applies(&self, input: &SelectorInput<'_>) -> bool {
+        self.gpu.holds(input.gpu) && self.switch.is_none_or(|s| input.version.has(s.0))
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DeviceCheck {
+    gpus: Gpus,
+    reason: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HeadDimCheck {
+    equals: u64,
+    reason: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Backend {
+    #[serde(default)]
+    mla: bool,
+    #[serde(default)]
+    sparse: bool,
+    #[serde(default)]
+    head_sizes: Vec<u64>,
+    kv_cache_dtypes: Vec<String>,
+    #[serde(default)]
+    kv_extra: Vec<KvExtra>,
+    capability: Gpus,
+    sinks: Option<Gpus>,
+    device: Option<DeviceCheck>,
+    qk_nope_head_dim: Option<HeadDimCheck>,
+    block_size: Option<u32>,
+    forced_block_size: Option<u32>,
+}
+
+impl Backend {
+    /// A backend `--attention-backend` names that the tables do not list: plain dtypes, every
+    /// GPU, no sinks; MLA when its name says so.
+    fn unlisted(name: &str) -> Backend {
+        let mla = name.ends_with("MLA");
+        Backend {
+            mla,
+            sparse: false,
+            head_sizes: if mla { vec![576] } else { Vec::new() },
+            kv_cache_dtypes: vec!["auto".to_string()],
+            kv_extra: Vec::new(),
+            capability: Gpus::default(),
+            sinks: None,
+            device: None,
+            qk_nope_head_dim: None,
+            block_size: None,
+            forced_block_size: None,
+        }
+    }
+
+    fn kv_cache_dtypes<'a>(
+        &'a self,
+        input: &'a SelectorInput<'_>,
+    ) -> impl Iterator<Item = &'a str> {
+        let extra = self
+            .kv_extra
+            .iter()
+            .chain(&tables().all_kv_extra)
+            .filter(|e| e.applies(input))
+            .flat_map(|e| &e.add);
+        self.kv_cache_dtypes.iter().chain(extra).map(String::as_str)
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Tables {
+    priority: Vec<Priority>,
+    chain: Vec<ChainLink>,
+    all_kv_extra: Vec<KvExtra>,
+    backend: BTreeMap<String, Backend>,
+}
+
+fn tables() -> &'static Tables {
+    static T: OnceLock<Tables> = OnceLock::new();
+    T.get_or_init(|| {
+        let t: Tables = toml::from_str(include_str!("../data/backends.toml"))
+            .unwrap_or_else(|e| panic!("data/backends.toml is invalid: {e}"));
+        for name in t.priority.iter().flat_map(|p| &p.order) {
+            assert!(
+                t.backend.contains_key(name),
+                "data/backends.toml: priority list names unknown backend {name}"
+            );
+        }
+        t
+    })
 }
 
 /// `{NAME: [r1, r2], NAME2: [r3]}` without the braces, as vLLM prints the reasons.
@@ -408,6 +501,35 @@ mod tests {
             select(&input("0.15.1", h200, kimi, "fp8_e4m3")).backend(),
             Some("FLASHMLA")
         );
+    }
+
+    #[test]
+    fn the_backend_tables_cover_every_gpu_and_release() {
+        // Every priority list and chain ends with an entry for any GPU, and every backend they
+        // name is described (checked when the tables load).
+        for gpu in catalog::gpus() {
+            for v in crate::profile::Profile::releases() {
+                for model in catalog::models() {
+                    for kv in ["auto", "fp8", "fp8_e4m3", "bfloat16"] {
+                        let mut i = input("0.15.1", gpu, model, kv);
+                        i.version = v;
+                        let _ = select(&i);
+                    }
+                }
+            }
+        }
+        let t = tables();
+        for mla in [true, false] {
+            assert!(t.priority.iter().any(|p| p.mla == mla
+                && p.switch.is_none()
+                && p.gpu.major.is_none()
+                && p.gpu.min.is_none()
+                && p.gpu.max.is_none()));
+            assert!(t.chain.iter().any(|c| c.mla == mla
+                && c.gpu.major.is_none()
+                && c.gpu.min.is_none()
+                && c.gpu.max.is_none()));
+        }
     }
 
     #[test]
