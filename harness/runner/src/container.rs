@@ -157,15 +157,9 @@ pub fn run(s: &Scenario, seed: u64, dir: &Path) -> Result<ProcessRun, String> {
     let _ = std::fs::remove_dir_all(dir);
     std::fs::create_dir_all(dir).map_err(|e| err("creating case dir", e))?;
     let truth = text_truth(s, seed, dir)?;
-    let kill_at = s.fault(|f| match f {
-        Fault::HostKill { at } => Some(*at),
-        _ => None,
-    });
+    let kill_at = s.host_kill();
     let restart = s.faults.contains(&Fault::HostRestart);
-    let node_loss = s.fault(|f| match f {
-        Fault::NodeLoss { node, .. } => Some(*node),
-        _ => None,
-    });
+    let node_loss = s.node_loss();
     let (verdict, log, extra) = if let Some(at) = kill_at {
         host_kill(s, dir, at)?
     } else if let Some(node) = node_loss {

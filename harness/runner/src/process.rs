@@ -19,7 +19,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use fake_vllm::gpu::{GpuState, GpuUser};
-use generator::scenario::{Fault, RelaunchAfter};
+use generator::scenario::{Fault, FileStory, RelaunchAfter};
 use generator::{Scenario, Seed, SimOptions};
 use vocab::Truth;
 
@@ -337,41 +337,30 @@ fn play(
     host: &mut Host,
     extra: &mut Vec<Mismatch>,
 ) -> Result<Played, String> {
-    let relaunch = s.fault(|f| match f {
-        Fault::RelaunchIntoSameLog {
-            after,
-            new_launch_lines,
-            new_command,
-        } => Some((*after, *new_launch_lines, new_command.clone())),
-        _ => None,
-    });
-    let truncate = s.fault(|f| match f {
-        Fault::TruncateWhileWriting {
-            append,
-            new_command,
-        } => Some((*append, new_command.clone())),
-        _ => None,
-    });
-    if let Some(f) = s.faults.iter().find(|f| {
-        matches!(
-            f,
-            Fault::PartialLastLine
-                | Fault::Rotate
-                | Fault::EarlierLaunches { .. }
-                | Fault::NodeLoss { .. }
-        )
-    }) {
+    if let Some(f) = s.text_only_fault() {
         return Err(format!(
             "fault {f:?} has no process form (text runner only)"
         ));
     }
-    if let Some((after, lines, new_command)) = relaunch {
-        return relaunch_into_same_log(s, truth, host, after, lines, new_command.as_deref());
+    match s.file_story() {
+        FileStory::Relaunched {
+            after,
+            new_launch_lines,
+            new_command,
+        } => relaunch_into_same_log(
+            s,
+            truth,
+            host,
+            after,
+            new_launch_lines,
+            new_command.as_deref(),
+        ),
+        FileStory::Truncated {
+            append,
+            new_command,
+        } => truncate_while_writing(s, host, append, new_command.as_deref()),
+        FileStory::Single => plain(s, truth, host, extra).map(|(v, log)| (v, log, Vec::new())),
     }
-    if let Some((append, new_command)) = truncate {
-        return truncate_while_writing(s, host, append, new_command.as_deref());
-    }
-    plain(s, truth, host, extra).map(|(v, log)| (v, log, Vec::new()))
 }
 
 /// `faultkit launch`; when it refuses (port or GPUs held), a plain start shows vLLM's own
@@ -382,10 +371,7 @@ fn plain(
     host: &mut Host,
     extra: &mut Vec<Mismatch>,
 ) -> Result<(Verdict, PathBuf), String> {
-    let held_gib = s.fault(|f| match f {
-        Fault::HoldGpuMemory { gib } => Some(*gib),
-        _ => None,
-    });
+    let held_gib = s.held_gpu_gib();
     if let Some(gib) = held_gib {
         hold_gpus(host, s, gib)?;
     }

@@ -281,21 +281,7 @@ impl Setup {
             shlex::try_join(argv.iter().map(String::as_str)).unwrap_or_else(|_| argv.join(" "));
         scenario.args = args;
         // Faults the host now shows for real are not taken from the file.
-        scenario.faults.retain(|f| {
-            !matches!(
-                f,
-                Fault::HoldGpuMemory { .. }
-                    | Fault::RelaunchIntoSameLog { .. }
-                    | Fault::TruncateWhileWriting { .. }
-                    | Fault::PartialLastLine
-                    | Fault::Rotate
-                    | Fault::EarlierLaunches { .. }
-                    | Fault::OrphanWorkers
-                    | Fault::ShmLeftover
-                    | Fault::HostKill { .. }
-                    | Fault::HostRestart
-            )
-        });
+        scenario.faults.retain(|f| !f.is_around_server());
         scenario.host.ports_in_use.clear();
         for key in VLLM_ENV {
             if let Ok(v) = std::env::var(key) {

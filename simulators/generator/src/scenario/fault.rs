@@ -55,6 +55,137 @@ pub enum Fault {
     HostRestart,
 }
 
+/// What the log file goes through around the scenario's launch. The simulator writes this
+/// story and the process runner re-enacts it, both from [`Scenario::file_story`].
+#[derive(Clone, Debug, PartialEq)]
+pub enum FileStory {
+    /// One launch writes the file (after any earlier launches; perhaps rotated or cut short).
+    Single,
+    /// A relaunch truncates the file with `>` while the old server still writes.
+    Truncated {
+        append: bool,
+        new_command: Option<String>,
+    },
+    /// A first launch ends (crash, `kill -9`, stop) and a relaunch writes into the same file.
+    Relaunched {
+        after: RelaunchAfter,
+        new_launch_lines: Option<u32>,
+        new_command: Option<String>,
+    },
+}
+
+impl Fault {
+    /// A fault of the file or the host around the server (relaunches, truncation, rotation,
+    /// held GPUs, orphans, `/dev/shm` leftovers, host kill or restart): a host shows it for
+    /// real, so the fake server does not play it from the scenario file.
+    pub fn is_around_server(&self) -> bool {
+        matches!(
+            self,
+            Fault::HoldGpuMemory { .. }
+                | Fault::RelaunchIntoSameLog { .. }
+                | Fault::TruncateWhileWriting { .. }
+                | Fault::PartialLastLine
+                | Fault::Rotate
+                | Fault::EarlierLaunches { .. }
+                | Fault::OrphanWorkers
+                | Fault::ShmLeftover
+                | Fault::HostKill { .. }
+                | Fault::HostRestart
+        )
+    }
+
+    /// Whether real processes on a fake host can re-enact the fault (the process runner);
+    /// the others exist only as text.
+    pub fn has_process_form(&self) -> bool {
+        !matches!(
+            self,
+            Fault::PartialLastLine
+                | Fault::Rotate
+                | Fault::EarlierLaunches { .. }
+                | Fault::NodeLoss { .. }
+        )
+    }
+}
+
+impl super::Scenario {
+    /// The story of the log file: truncation by a relaunch, a relaunch into the same file
+    /// (`orphan_workers` is one after `kill -9`), or a single launch.
+    pub fn file_story(&self) -> FileStory {
+        if let Some(story) = self.fault(|f| match f {
+            Fault::TruncateWhileWriting {
+                append,
+                new_command,
+            } => Some(FileStory::Truncated {
+                append: *append,
+                new_command: new_command.clone(),
+            }),
+            _ => None,
+        }) {
+            return story;
+        }
+        if let Some(story) = self.fault(|f| match f {
+            Fault::RelaunchIntoSameLog {
+                after,
+                new_launch_lines,
+                new_command,
+            } => Some(FileStory::Relaunched {
+                after: *after,
+                new_launch_lines: *new_launch_lines,
+                new_command: new_command.clone(),
+            }),
+            _ => None,
+        }) {
+            return story;
+        }
+        if self.faults.contains(&Fault::OrphanWorkers) {
+            return FileStory::Relaunched {
+                after: RelaunchAfter::Kill9,
+                new_launch_lines: None,
+                new_command: None,
+            };
+        }
+        FileStory::Single
+    }
+
+    /// How many healthy launches wrote the file before the scenario's launch.
+    pub fn earlier_launches(&self) -> u32 {
+        self.fault(|f| match f {
+            Fault::EarlierLaunches { count } => Some(*count),
+            _ => None,
+        })
+        .unwrap_or(0)
+    }
+
+    /// GiB per GPU another process holds before the launch.
+    pub fn held_gpu_gib(&self) -> Option<f64> {
+        self.fault(|f| match f {
+            Fault::HoldGpuMemory { gib } => Some(*gib),
+            _ => None,
+        })
+    }
+
+    /// The phase at which the whole host is killed.
+    pub fn host_kill(&self) -> Option<Phase> {
+        self.fault(|f| match f {
+            Fault::HostKill { at } => Some(*at),
+            _ => None,
+        })
+    }
+
+    /// The node that is lost, if one is.
+    pub fn node_loss(&self) -> Option<u32> {
+        self.fault(|f| match f {
+            Fault::NodeLoss { node, .. } => Some(*node),
+            _ => None,
+        })
+    }
+
+    /// The first fault the process runner cannot re-enact.
+    pub fn text_only_fault(&self) -> Option<&Fault> {
+        self.faults.iter().find(|f| !f.has_process_form())
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RelaunchAfter {
     /// The first launch crashed on its own.

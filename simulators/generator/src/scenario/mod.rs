@@ -14,7 +14,7 @@ mod fault;
 mod raw;
 
 pub use crate::host::{Host, Install, NcclFault, Platform, DEFAULT_PLATFORM_PLUGIN};
-pub use fault::{Fault, Phase, RelaunchAfter, Signal};
+pub use fault::{Fault, FileStory, Phase, RelaunchAfter, Signal};
 pub use raw::{RawExpect, RawFault, RawGpus, RawHost, RawScenario, RawVariant};
 
 use fault::parse_fault;
@@ -371,6 +371,24 @@ impl Scenario {
         for f in &raw.faults {
             faults.push(parse_fault(&loc, f)?);
         }
+        let story = |f: &Fault| {
+            matches!(
+                f,
+                Fault::TruncateWhileWriting { .. } | Fault::RelaunchIntoSameLog { .. }
+            )
+        };
+        if let Some((second, _)) = raw
+            .faults
+            .iter()
+            .zip(&faults)
+            .filter(|(_, f)| story(f))
+            .nth(1)
+        {
+            return Err(loc.at(
+                second.span(),
+                "a scenario has at most one `relaunch_into_same_log` or `truncate_while_writing` fault (each is a whole story of the file)",
+            ));
+        }
         let e = raw.expect.get_ref();
         if !STATUSES.contains(&e.status.get_ref().as_str()) {
             return Err(loc.at(
@@ -578,5 +596,31 @@ process = "Worker_TP*"
         let bad = format!("{GOOD}\nbogus = 1\n");
         let e = Scenario::from_toml(Path::new("x.toml"), &bad).unwrap_err();
         assert!(e.message.contains("unknown field"), "{e}");
+    }
+
+    #[test]
+    fn the_file_story_follows_the_faults_and_two_stories_are_refused() {
+        let with = |faults: &str| format!("{GOOD}{faults}");
+        let s = Scenario::from_toml(Path::new("x.toml"), GOOD).unwrap();
+        assert_eq!(s.file_story(), FileStory::Single);
+        let s = Scenario::from_toml(
+            Path::new("x.toml"),
+            &with("[[faults]]\nkind = \"orphan_workers\"\n"),
+        )
+        .unwrap();
+        assert_eq!(
+            s.file_story(),
+            FileStory::Relaunched {
+                after: RelaunchAfter::Kill9,
+                new_launch_lines: None,
+                new_command: None
+            }
+        );
+        let two = with(
+            "[[faults]]\nkind = \"relaunch_into_same_log\"\n\n[[faults]]\nkind = \"truncate_while_writing\"\n",
+        );
+        let e = Scenario::from_toml(Path::new("x.toml"), &two).unwrap_err();
+        assert!(e.message.contains("at most one"), "{e}");
+        assert_eq!(e.line, 14, "{e}");
     }
 }
