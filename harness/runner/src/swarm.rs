@@ -7,10 +7,6 @@ use std::path::Path;
 use generator::seed::Rng;
 use generator::{Scenario, Seed};
 
-const VERSIONS: &[&str] = &[
-    "0.6.4", "0.8.5", "0.10.2", "0.11.0", "0.13.0", "0.14.1", "0.15.1", "0.16.0", "0.18.1",
-];
-
 fn pick<'a>(rng: &mut Rng, xs: &'a [&'a str]) -> &'a str {
     xs[rng.range(0, xs.len() as u64 - 1) as usize]
 }
@@ -26,7 +22,13 @@ pub fn draw(seed: u64) -> Scenario {
         .iter()
         .map(|m| m.id.as_str())
         .collect();
-    let version = pick(&mut rng, VERSIONS);
+    // Every release the profiles know (`version` and `also`), oldest first.
+    let versions: Vec<String> = generator::profile::Profile::releases()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    let versions: Vec<&str> = versions.iter().map(String::as_str).collect();
+    let version = pick(&mut rng, &versions);
     let gpu = pick(&mut rng, &gpus);
     let count = *rng.pick(&[1u32, 2, 4, 8]);
     let model = if rng.chance(5) {
@@ -51,7 +53,9 @@ pub fn draw(seed: u64) -> Scenario {
     match rng.range(0, 9) {
         0 => cmd.push_str(" --kv-cache-dtype fp8"),
         1 => cmd.push_str(" --kv-cache-dtype auto"),
-        2 if generator::Version::parse(version) >= generator::Version::parse("0.15.0") => {
+        2 if generator::Version::parse(version)
+            .is_some_and(|v| v.has(generator::release::Switch::KvDtypeBfloat16)) =>
+        {
             cmd.push_str(" --kv-cache-dtype bfloat16")
         }
         _ => {}

@@ -126,6 +126,9 @@ pub struct Frame {
 #[derive(Clone, Debug)]
 pub struct Profile {
     pub version: Version,
+    /// Further releases this profile stands for (its `also`): each runs with this profile's
+    /// texts and its own behaviour switches (`data/switches.toml`).
+    pub also: Vec<Version>,
     pub engine: Engine,
     pub python: (u32, u32),
     pub site: String,
@@ -186,6 +189,18 @@ impl Profile {
     /// Every profile, oldest first.
     pub fn all() -> &'static [Profile] {
         all()
+    }
+
+    /// The releases the simulator knows, oldest first: every profile's release and the
+    /// releases it stands for (`also`).
+    pub fn releases() -> Vec<Version> {
+        let mut out: Vec<Version> = all()
+            .iter()
+            .flat_map(|p| std::iter::once(p.version).chain(p.also.iter().copied()))
+            .collect();
+        out.sort();
+        out.dedup();
+        out
     }
 
     /// The profile for a release as installed on a host: the interpreter and virtualenv of
@@ -316,6 +331,10 @@ fn drop_inherited_variants<T>(map: &mut BTreeMap<String, T>, own: &[String]) {
 #[serde(deny_unknown_fields)]
 struct RawProfile {
     version: String,
+    /// Releases after `version` (and before the next profile) simulated with these texts; not
+    /// inherited.
+    #[serde(default)]
+    also: Vec<String>,
     #[serde(default)]
     inherits: Option<String>,
     engine: Option<Engine>,
@@ -445,6 +464,11 @@ fn resolve(name: &str, raw: &RawProfile, all: &[(String, RawProfile)]) -> Profil
     Profile {
         version: Version::parse(&raw.version)
             .unwrap_or_else(|| panic!("{name}: bad version {}", raw.version)),
+        also: raw
+            .also
+            .iter()
+            .map(|v| Version::parse(v).unwrap_or_else(|| panic!("{name}: bad version {v}")))
+            .collect(),
         engine: field!(engine),
         python: (pmaj, pmin),
         site: pick(&raw.site, base.as_ref().map(|b| &b.site), "site"),
