@@ -13,7 +13,7 @@ use std::sync::OnceLock;
 use super::grammar::{parse_line, HeaderKind, Level};
 use super::rules::{Role, RuleSet};
 use super::scan::{self, WindowedLines};
-use super::traceback::{is_exception_statement, Assembler, LineRole, Record};
+use super::traceback::{is_exception_statement, is_tool_fatal, Assembler, LineRole, Record};
 use super::verdict::{Damage, RootCause, Secondary, Stale, Status, Verdict, VERDICT_SCHEMA};
 
 /// At most this many secondary entries are listed.
@@ -25,10 +25,16 @@ const FRAMES_MAX: usize = 8;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Class {
     Cause,
+    /// A `Type: message` statement no signature matched, outside a traceback (in an error
+    /// record, or on its own: an excerpt that kept the exception line but not its frames).
+    LoneException,
     /// A traceback cut before its exception line, no signature matched.
     IncompleteUnknown,
     Weak,
     UnknownError,
+    /// An exception a library logged as a warning or for information (`WARNING … ImportError:
+    /// …`): the process went on.
+    Warned,
     Echo,
 }
 
@@ -100,6 +106,39 @@ fn defer_to_the_dead(order: &mut [usize], cands: &[Candidate], records: &[Record
             Some(pos) => order[..=pos].rotate_right(1),
             None => return,
         }
+    }
+}
+
+/// A cause told by a log record that is not an exception (`Available KV cache memory: -1.36
+/// GiB`, `Failed to load model - not enough GPU memory …`) defers to the exception the same
+/// process raises for the same cause after it (`ValueError: No available memory for the cache
+/// blocks`, `torch.OutOfMemoryError: …`): the root-cause line is an exception line when there is
+/// one.
+fn prefer_the_exception(order: &mut [usize], cands: &[Candidate], records: &[Record]) {
+    let Some(&first) = order.first() else {
+        return;
+    };
+    let c = &cands[first];
+    let rec = &records[c.record];
+    let q = &rec.lines[c.quote];
+    let is_exception = |r: &Record, l: &super::traceback::RecLine| {
+        l.role == LineRole::Exception || (!r.traceback && is_exception_statement(&l.body))
+    };
+    if c.rule.is_none() || is_exception(rec, q) {
+        return;
+    }
+    let later = order.iter().position(|&i| {
+        let d = &cands[i];
+        let drec = &records[d.record];
+        let dq = &drec.lines[d.quote];
+        d.id == c.id
+            && dq.no > q.no
+            && drec.process == rec.process
+            && drec.pid == rec.pid
+            && is_exception(drec, dq)
+    });
+    if let Some(pos) = later {
+        order[..=pos].rotate_right(1);
     }
 }
 
@@ -228,10 +267,15 @@ fn classify(rec: &Record, rules: &RuleSet) -> Option<(Class, Option<usize>, usiz
             .into_iter()
             .filter(|&ri| {
                 let r = &rules.rules()[ri];
+                // A line with no header at all is bare text: a print, a tool's stderr, or the
+                // message of an exception whose `Type: ` an excerpt lost. A cause rule may
+                // name it; an info or warning record needs a rule that accepts any level.
+                let bare = l.level.is_none() && rec.header == HeaderKind::None;
                 let level_ok = r.any_level
                     || rec.traceback
                     || matches!(l.level, Some(Level::Error) | Some(Level::Critical))
                     || (l.level.is_none() && is_exception_like(&l.body))
+                    || (bare && r.role == Role::Cause)
                     || is_exception_statement(&l.body);
                 let frames_ok = r
                     .frames
@@ -289,6 +333,21 @@ fn classify(rec: &Record, rules: &RuleSet) -> Option<(Class, Option<usize>, usiz
         }
     }
     if let Some((&(class, _), &(ri, li))) = best.iter().next() {
+        // A rule that matched the continuation of an exception's message (the output a
+        // `RuntimeError: Ninja build failed. Ninja output:` carries) names the cause; the line
+        // is the exception's own.
+        let li = match rec.lines[..li]
+            .iter()
+            .rposition(|l| l.role == LineRole::Exception)
+        {
+            Some(e)
+                if rec.lines[li].role == LineRole::Continuation
+                    && rec.lines[e].body.trim_end().ends_with(':') =>
+            {
+                e
+            }
+            _ => li,
+        };
         return Some((class, Some(ri), li));
     }
     if noise_only && !rec.traceback {
@@ -320,14 +379,36 @@ fn classify(rec: &Record, rules: &RuleSet) -> Option<(Class, Option<usize>, usiz
         .iter()
         .rposition(|l| is_exception_statement(&l.body))
     {
-        // Weaker evidence than a traceback's own exception line: libraries print such lines
-        // as warnings on import (protobuf's `AttributeError: 'MessageFactory' …`).
-        return Some((Class::UnknownError, None, i));
+        // Libraries print such lines as warnings on import (protobuf's `AttributeError:
+        // 'MessageFactory' …`): in a warning or info record the process went on.
+        let class = match rec.lines[i].level {
+            Some(Level::Warning | Level::Info | Level::Debug) => Class::Warned,
+            _ => Class::LoneException,
+        };
+        return Some((class, None, i));
+    }
+    if let Some(i) = rec.lines.iter().position(|l| is_tool_fatal(&l.body)) {
+        return Some((Class::Cause, None, i));
     }
     if matches!(rec.level(), Some(Level::Error) | Some(Level::Critical)) {
         return Some((Class::UnknownError, None, 0));
     }
     None
+}
+
+/// An exception whose message ends with a colon and is followed at once, on the same stream, by
+/// a traceback introduces that traceback: the output of a subprocess (`RuntimeError: Error
+/// raised in subprocess:` then the child's own traceback). It reports the failure told below it.
+fn introduces_traceback(records: &[Record], ri: usize, quote: usize) -> bool {
+    let rec = &records[ri];
+    let q = &rec.lines[quote];
+    if !q.body.trim_end().ends_with(':') {
+        return false;
+    }
+    records[ri + 1..]
+        .iter()
+        .take_while(|r| r.first_line() <= q.no + 3)
+        .any(|r| r.traceback && r.stream == rec.stream && r.first_line() > q.no)
 }
 
 /// Analyse one launch region.
@@ -460,6 +541,13 @@ pub fn analyze_launch(
         let Some((class, rule, quote)) = classify(rec, rules) else {
             continue;
         };
+        let unknown_exception =
+            rule.is_none() && matches!(class, Class::Cause | Class::LoneException);
+        let class = if unknown_exception && introduces_traceback(&records, ri, quote) {
+            Class::Echo
+        } else {
+            class
+        };
         let id = rule.map_or("unknown".to_string(), |r| rules.rules()[r].id.clone());
         let hung = rule.is_some_and(|r| rules.rules()[r].hung);
         cands.push(Candidate {
@@ -482,6 +570,7 @@ pub fn analyze_launch(
         (c.class, layer, line)
     });
     defer_to_the_dead(&mut order, &cands, &records);
+    prefer_the_exception(&mut order, &cands, &records);
 
     if explain {
         for &i in &order {

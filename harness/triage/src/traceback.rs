@@ -152,6 +152,28 @@ pub fn is_exception_statement(body: &str) -> bool {
         || ty == "SystemExit"
 }
 
+/// A build tool's fatal diagnostic, as compilers and linkers print it when a JIT build (Triton's
+/// launcher stubs, Inductor's C++ wrappers, FlashInfer's kernels) fails: `main.c:5:10: fatal
+/// error: Python.h: No such file or directory`, `/usr/bin/ld: cannot find -lcuda`, `ptxas fatal
+/// : Value 'sm_121a' is not defined`. The exception that follows (`CalledProcessError`, a
+/// compile error) reports it.
+pub fn is_tool_fatal(body: &str) -> bool {
+    let body = body.trim_start();
+    if let Some(rest) = body.strip_prefix("ptxas") {
+        return rest.trim_start().starts_with("fatal") || rest.starts_with(" error");
+    }
+    let Some((tool, rest)) = body.split_once(": ") else {
+        return false;
+    };
+    if tool.contains(' ') || tool.is_empty() {
+        return false;
+    }
+    let program = tool.rsplit('/').next().unwrap_or(tool);
+    let linker = matches!(program, "ld" | "ld.bfd" | "ld.gold" | "ld.lld" | "collect2");
+    (linker && (rest.starts_with("cannot find ") || rest.starts_with("error: ")))
+        || (tool.split(':').count() >= 3 && rest.starts_with("fatal error: "))
+}
+
 fn is_chain_marker(body: &str) -> bool {
     body.starts_with("During handling of the above exception")
         || body.starts_with("The above exception was the direct cause")
@@ -254,8 +276,14 @@ impl Assembler {
                     o.last_no = no;
                     return;
                 }
-                // An excerpt that starts inside a logged traceback: its frames follow.
-                if is_frame(body) {
+                // An excerpt that starts inside a logged traceback: its frames follow. Not after
+                // an exception line: that ends a traceback, and frames after it belong to
+                // another one whose start was cut.
+                let after_exception = self
+                    .open
+                    .get(&key)
+                    .is_some_and(|o| is_exception_statement(&o.rec.lines[0].body));
+                if is_frame(body) && !after_exception {
                     let o = self.open.get_mut(&key).expect("open");
                     o.rec.lines.push(mk(LineRole::Frame));
                     o.rec.traceback = true;
@@ -366,7 +394,7 @@ impl Assembler {
             return;
         }
         let error_level = matches!(p.level, Some(Level::Error) | Some(Level::Critical));
-        if error_level || is_candidate || is_exception_statement(body) {
+        if error_level || is_candidate || is_exception_statement(body) || is_tool_fatal(body) {
             self.start(p, key, mk(LineRole::Head), State::Head);
         }
     }
