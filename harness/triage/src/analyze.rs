@@ -10,7 +10,8 @@ use std::collections::BTreeMap;
 use regex::Regex;
 use std::sync::OnceLock;
 
-use super::grammar::{parse_line, HeaderKind, Level};
+use super::grammar::{parse_line_in, HeaderKind, Level};
+use super::layers::Layers;
 use super::rules::{Role, RuleSet};
 use super::scan::{self, WindowedLines};
 use super::traceback::{is_exception_statement, is_tool_fatal, Assembler, LineRole, Record};
@@ -28,6 +29,9 @@ enum Class {
     /// A `Type: message` statement no signature matched, outside a traceback (in an error
     /// record, or on its own: an excerpt that kept the exception line but not its frames).
     LoneException,
+    /// A signature matched header-less text that is not an exception line (a message whose
+    /// `Type: ` an excerpt lost, a tool's output): an exception line elsewhere outranks it.
+    BareCause,
     /// A traceback cut before its exception line, no signature matched.
     IncompleteUnknown,
     Weak,
@@ -106,6 +110,37 @@ fn defer_to_the_dead(order: &mut [usize], cands: &[Candidate], records: &[Record
             Some(pos) => order[..=pos].rotate_right(1),
             None => return,
         }
+    }
+}
+
+/// CPython's caret/tilde line under a code line (`    ^^^^^^`, `~~~^~~`).
+fn is_caret(body: &str) -> bool {
+    let t = body.trim();
+    !t.is_empty() && t.chars().all(|c| matches!(c, '^' | '~'))
+}
+
+/// Pydantic's summary line (`ValidationError: 1 validation error for ModelConfig`) defers to its
+/// detail line (`  Value error, Model architectures [...] are not supported`) right after it,
+/// which states the cause — also when a paste lost the prefix of one of the two.
+fn prefer_the_detail(order: &mut [usize], cands: &[Candidate], records: &[Record]) {
+    let Some(&first) = order.first() else {
+        return;
+    };
+    let c = &cands[first];
+    let q = &records[c.record].lines[c.quote];
+    let summary = q.body.contains("ValidationError")
+        && (q.body.contains(" validation error for ")
+            || q.body.contains(" validation errors for "));
+    if !summary {
+        return;
+    }
+    let detail = order.iter().position(|&i| {
+        let d = &cands[i];
+        let dq = &records[d.record].lines[d.quote];
+        dq.no > q.no && dq.no <= q.no + 3 && dq.body.trim_start().starts_with("Value error, ")
+    });
+    if let Some(pos) = detail {
+        order[..=pos].rotate_right(1);
     }
 }
 
@@ -333,6 +368,15 @@ fn classify(rec: &Record, rules: &RuleSet) -> Option<(Class, Option<usize>, usiz
         }
     }
     if let Some((&(class, _), &(ri, li))) = best.iter().next() {
+        let line = &rec.lines[li];
+        let bare = class == Class::Cause
+            && !rec.traceback
+            && rec.header == HeaderKind::None
+            && line.level.is_none()
+            && !is_exception_like(&line.body)
+            && !is_exception_statement(&line.body)
+            && !rules.rules()[ri].any_level;
+        let class = if bare { Class::BareCause } else { class };
         // A rule that matched the continuation of an exception's message (the output a
         // `RuntimeError: Ninja build failed. Ninja output:` carries) names the cause; the line
         // is the exception's own.
@@ -367,10 +411,17 @@ fn classify(rec: &Record, rules: &RuleSet) -> Option<(Class, Option<usize>, usiz
         return Some((Class::UnknownError, None, i));
     }
     if rec.traceback {
+        // The traceback lost its exception line: its last frame names where it failed (not a
+        // code line or a caret line under it).
         let i = rec
             .lines
             .iter()
-            .rposition(|l| matches!(l.role, LineRole::Source | LineRole::Frame))
+            .rposition(|l| l.role == LineRole::Frame)
+            .or_else(|| {
+                rec.lines
+                    .iter()
+                    .rposition(|l| l.role == LineRole::Source && !is_caret(&l.body))
+            })
             .unwrap_or(0);
         return Some((Class::IncompleteUnknown, None, i));
     }
@@ -417,6 +468,7 @@ pub fn analyze_launch(
     region: &Region,
     rules: &RuleSet,
     sc: &scan::Scan,
+    layers: &Layers,
     explain: bool,
     diagnostics: &mut Vec<String>,
 ) -> Analysis {
@@ -442,7 +494,7 @@ pub fn analyze_launch(
         if memchr::memchr(0, line.bytes).is_some() {
             after_nul = true;
         }
-        let p = parse_line(line.bytes);
+        let p = parse_line_in(line.bytes, layers);
         if p.body.is_empty() && p.process.is_none() {
             continue;
         }
@@ -571,6 +623,7 @@ pub fn analyze_launch(
     });
     defer_to_the_dead(&mut order, &cands, &records);
     prefer_the_exception(&mut order, &cands, &records);
+    prefer_the_detail(&mut order, &cands, &records);
 
     if explain {
         for &i in &order {
@@ -669,7 +722,7 @@ pub fn analyze_launch(
         } else {
             frames
         };
-        let quote_pid = parse_line(fq.text.as_bytes()).pid;
+        let quote_pid = parse_line_in(fq.text.as_bytes(), layers).pid;
         v.root_cause = Some(RootCause {
             id: fc.id.clone(),
             line: fq.no,
@@ -976,5 +1029,77 @@ INFO:     127.0.0.1:34636 - \"POST /v1/completions HTTP/1.1\" 400 Bad Request
             names("Worker proc VllmWorker-3 died unexpectedly"),
             ["VllmWorker-3"]
         );
+    }
+
+    fn root(log: &str) -> (u64, String) {
+        let v = one(log);
+        let r = v.root_cause.expect("a root cause");
+        (r.line, r.id)
+    }
+
+    #[test]
+    fn an_exception_line_outranks_a_traceback_cut_after_it() {
+        // An excerpt: the exception line, then the frames of a traceback whose end was cut.
+        let log = "(EngineCore_DP0 pid=7) RuntimeError: Expect (32 <= headDim <= 2048)\n\n\
+                   ^^^^^^^^^^^^\n\
+                   (EngineCore_DP0 pid=7)   File \"/x/torch/_ops.py\", line 1243, in __call__\n\
+                   (EngineCore_DP0 pid=7)     return self._op(*args, **kwargs)\n";
+        assert_eq!(root(log).0, 1);
+    }
+
+    #[test]
+    fn a_cut_traceback_is_quoted_at_its_last_frame_never_a_caret_or_code_line() {
+        let log = "(APIServer pid=5) Traceback (most recent call last):\n\
+                   (APIServer pid=5)   File \"/usr/local/bin/vllm\", line 33, in <module>\n\
+                   (APIServer pid=5)     sys.exit(main())\n\
+                   (APIServer pid=5)              ^^^^^^\n";
+        assert_eq!(root(log).0, 2);
+    }
+
+    #[test]
+    fn an_exception_that_introduces_a_subprocess_traceback_defers_to_it() {
+        let log = "ERROR 06-13 11:12:03 [registry.py:963] RuntimeError: Error raised in subprocess:\n\
+                   ERROR 06-13 11:12:03 [registry.py:963] Traceback (most recent call last):\n\
+                   ERROR 06-13 11:12:03 [registry.py:963]   File \"/x/registry.py\", line 936, in load_model_cls\n\
+                   ERROR 06-13 11:12:03 [registry.py:963]     mod = importlib.import_module(self.module_name)\n\
+                   ERROR 06-13 11:12:03 [registry.py:963] ModuleNotFoundError: No module named 'torchvision'\n";
+        assert_eq!(root(log).0, 5);
+    }
+
+    #[test]
+    fn a_record_of_a_cause_defers_to_the_exception_the_process_raises_for_it() {
+        let log = "(EngineCore pid=9) INFO 06-12 12:49:02 [gpu_worker.py:480] Available KV cache memory: -1.36 GiB\n\
+                   (EngineCore pid=9) ERROR 06-12 12:49:02 [core.py:1199] EngineCore failed to start.\n\
+                   (EngineCore pid=9) ERROR 06-12 12:49:02 [core.py:1199] Traceback (most recent call last):\n\
+                   (EngineCore pid=9) ERROR 06-12 12:49:02 [core.py:1199]   File \"/x/kv_cache_utils.py\", line 686, in check_enough_kv_cache_memory\n\
+                   (EngineCore pid=9) ERROR 06-12 12:49:02 [core.py:1199]     raise ValueError(\n\
+                   (EngineCore pid=9) ERROR 06-12 12:49:02 [core.py:1199] ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.\n";
+        assert_eq!(root(log), (6, "kv_cache_no_memory".to_string()));
+    }
+
+    #[test]
+    fn pydantic_summary_defers_to_its_detail_line() {
+        let log = "pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig\n\
+                   (APIServer pid=6)   Value error, Model architectures ['X'] are not supported for now. Supported architectures: dict_keys(['A'])\n";
+        assert_eq!(root(log), (2, "unsupported_model_arch".to_string()));
+    }
+
+    #[test]
+    fn a_build_tool_fatal_diagnostic_is_a_root_cause_line() {
+        let log = "INFO 05-27 11:47:55 [backends.py:430] Dynamo bytecode transform time: 13.06 s\n\
+                   /usr/bin/ld: cannot find -lcuda: No such file or directory\n\
+                   collect2: error: ld returned 1 exit status\n\
+                   ERROR 05-27 11:47:57 [core.py:396] EngineCore failed to start.\n\
+                   ERROR 05-27 11:47:57 [core.py:396] Traceback (most recent call last):\n\
+                   ERROR 05-27 11:47:57 [core.py:396]   File \"/x/core.py\", line 329, in __init__\n\
+                   ERROR 05-27 11:47:57 [core.py:396]     super().__init__(vllm_config, executor_class, log_stats,\n";
+        assert_eq!(root(log).0, 2);
+    }
+
+    #[test]
+    fn a_library_exception_logged_as_a_warning_is_not_the_root_cause() {
+        let log = "(EngineCore pid=4) WARNING 06-11 01:28:03 [import_utils.py:408] ImportError: cannot import name '_C' from partially initialized module 'deep_gemm'\n\
+                   (EngineCore pid=4) ERROR 06-11 01:28:58 [core.py:1199] RuntimeError: Error in function 'BatchPrefill' at prefill.cuh:3201: Unsupported max_mma_kv: 0\n";
+        assert_eq!(root(log).0, 2);
     }
 }

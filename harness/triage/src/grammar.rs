@@ -7,6 +7,8 @@
 
 use std::borrow::Cow;
 
+use crate::layers::Layers;
+
 /// Log severity, normalised across vLLM, torch c10, glog, uvicorn and NCCL.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Level {
@@ -455,13 +457,23 @@ fn has_inner_header(body: &str, own_pid: Option<u32>) -> bool {
     false
 }
 
+/// Length of a vLLM log header (`INFO 01-28 14:02:16 [model.py:541] `) at the start of `s`.
+pub fn vllm_header_len(s: &str) -> Option<usize> {
+    vllm_header(s).map(|(_, _, len)| len)
+}
+
 /// Parse one physical line.
 pub fn parse_line(raw: &[u8]) -> ParsedLine<'_> {
+    parse_line_in(raw, Layers::none())
+}
+
+/// Parse one physical line of an input whose prefix layers were learned (`Layers::learn`).
+pub fn parse_line_in<'a>(raw: &'a [u8], layers: &Layers) -> ParsedLine<'a> {
     let text = decode(raw);
     match text {
-        Cow::Borrowed(t) => parse_str(t),
+        Cow::Borrowed(t) => parse_str(t, layers),
         Cow::Owned(t) => {
-            let p = parse_str(&t);
+            let p = parse_str(&t, layers);
             // Re-own every borrowed part.
             ParsedLine {
                 container_prefix: p.container_prefix,
@@ -479,11 +491,14 @@ pub fn parse_line(raw: &[u8]) -> ParsedLine<'_> {
     }
 }
 
-fn parse_str(t: &str) -> ParsedLine<'_> {
+fn parse_str<'a>(t: &'a str, layers: &Layers) -> ParsedLine<'a> {
     let mut rest = t;
     let mut container = 0;
     loop {
-        let n = container_prefix_len(rest);
+        let mut n = container_prefix_len(rest);
+        if n == 0 {
+            n = layers.outer_len(rest);
+        }
         if n == 0 || n >= rest.len() {
             break;
         }
@@ -498,6 +513,12 @@ fn parse_str(t: &str) -> ParsedLine<'_> {
         pid = Some(p);
         prefixes += 1;
         rest = &rest[len..];
+    }
+    if prefixes > 0 {
+        let n = layers.inner_len(rest);
+        if n > 0 && n < rest.len() {
+            rest = &rest[n..];
+        }
     }
     // `[repeated 7x across cluster]`
     let mut repeated = None;

@@ -11,6 +11,7 @@
 
 pub mod analyze;
 pub mod grammar;
+pub mod layers;
 pub mod render;
 pub mod rules;
 pub mod scan;
@@ -154,13 +155,15 @@ pub fn triage(b: &[u8], opts: &Options<'_>) -> Output {
     let whole =
         b.len() <= FULL_SCAN_BYTES_MAX || opts.launch != LaunchSel::Newest || opts.pid.is_some();
     let cands = scan::Candidates::get(opts.rules);
+    // Prefixes a collector or wrapper put before vLLM's text, learned from this input.
+    let layers = layers::Layers::learn(b);
     // One search over the bytes that matter: the whole file, or (newest launch of a large file)
     // backwards from the end to the launch start.
     let (bounds, sc) = if whole {
         let sc = scan::Scan::new(&cands, b, 0, b.len());
-        (segment::boundaries_from_hits(b, &sc.hits), sc)
+        (segment::boundaries_from_hits(b, &sc.hits, &layers), sc)
     } else {
-        match segment::last_boundary_with_scan(b, &cands) {
+        match segment::last_boundary_with_scan(b, &cands, &layers) {
             Some((bd, sc)) => (vec![bd], sc),
             None => (Vec::new(), scan::Scan::new(&cands, b, 0, b.len())),
         }
@@ -172,7 +175,7 @@ pub fn triage(b: &[u8], opts: &Options<'_>) -> Output {
         return wrap(opts, v);
     }
     let target = if let Some(pid) = opts.pid {
-        match segment::pid_offset(b, pid) {
+        match segment::pid_offset(b, pid, &layers) {
             Some(off) => launches.iter().rposition(|l| l.start <= off),
             None => None,
         }
@@ -225,7 +228,7 @@ pub fn triage(b: &[u8], opts: &Options<'_>) -> Output {
             launch_pid: l.pid,
         };
         let mut d = Vec::new();
-        let a = analyze_launch(b, &region, opts.rules, &sc, opts.explain, &mut d);
+        let a = analyze_launch(b, &region, opts.rules, &sc, &layers, opts.explain, &mut d);
         infos.push(LaunchInfo {
             index: i,
             first_line: line_base,

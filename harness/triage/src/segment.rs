@@ -8,7 +8,8 @@
 
 use aho_corasick::AhoCorasick;
 
-use super::grammar::{head, parse_line};
+use super::grammar::{head, parse_line_in};
+use super::layers::Layers;
 use super::scan::{Candidates, Hit, Scan, LINE_BYTES_MAX};
 
 const NEEDLES: &[&str] = &[
@@ -67,8 +68,8 @@ fn bounded(line: &[u8]) -> &[u8] {
 }
 
 /// Classify the line at `start..end` as a launch mark.
-fn mark_of(line: &[u8]) -> Option<(Mark, Option<u32>)> {
-    let p = parse_line(bounded(line));
+fn mark_of(line: &[u8], layers: &Layers) -> Option<(Mark, Option<u32>)> {
+    let p = parse_line_in(bounded(line), layers);
     let body = p.body.as_ref();
     if body.starts_with("vLLM API server version ") || body.starts_with("vLLM server version ") {
         return Some((Mark::Banner, p.pid));
@@ -97,14 +98,14 @@ fn mark_of(line: &[u8]) -> Option<(Mark, Option<u32>)> {
 
 /// The first line of a launch whose banner is at `start`: the logo begins two lines earlier
 /// (a header-only line and the first logo row).
-fn banner_start(b: &[u8], start: usize, pid: Option<u32>) -> usize {
+fn banner_start(b: &[u8], start: usize, pid: Option<u32>, layers: &Layers) -> usize {
     let mut s = start;
     for _ in 0..2 {
         if s == 0 {
             break;
         }
         let prev = line_start(b, s - 1);
-        let p = parse_line(bounded(&b[prev..s - 1]));
+        let p = parse_line_in(bounded(&b[prev..s - 1]), layers);
         let logo_row = p.body.is_empty() || p.body.contains('█');
         if p.pid == pid
             && p.location
@@ -123,12 +124,12 @@ fn banner_start(b: &[u8], start: usize, pid: Option<u32>) -> usize {
 /// All launch starts in `b`, in file order.
 pub fn boundaries(b: &[u8]) -> Vec<Boundary> {
     let scan = Scan::new(Candidates::builtin(), b, 0, b.len());
-    boundaries_from_hits(b, &scan.hits)
+    boundaries_from_hits(b, &scan.hits, &Layers::learn(b))
 }
 
 /// Launch starts among the candidate lines of one forward scan (the same pass that finds the
 /// errors), so a file is searched once.
-pub fn boundaries_from_hits(b: &[u8], hits: &[Hit]) -> Vec<Boundary> {
+pub fn boundaries_from_hits(b: &[u8], hits: &[Hit], layers: &Layers) -> Vec<Boundary> {
     let mut raw: Vec<(usize, usize, Mark, Option<u32>)> = Vec::new();
     let mut last_line_start = usize::MAX;
     for h in hits {
@@ -149,16 +150,16 @@ pub fn boundaries_from_hits(b: &[u8], hits: &[Hit]) -> Vec<Boundary> {
         {
             continue;
         }
-        if let Some((mark, pid)) = mark_of(line) {
+        if let Some((mark, pid)) = mark_of(line, layers) {
             raw.push((ls, le, mark, pid));
         }
     }
-    merge(b, raw)
+    merge(b, raw, layers)
 }
 
 /// Collapse the marks of one launch (banner, then args a few lines later; the engine line of a
 /// launch that has an API server) into one boundary.
-fn merge(b: &[u8], raw: Vec<(usize, usize, Mark, Option<u32>)>) -> Vec<Boundary> {
+fn merge(b: &[u8], raw: Vec<(usize, usize, Mark, Option<u32>)>, layers: &Layers) -> Vec<Boundary> {
     let mut out: Vec<Boundary> = Vec::new();
     let mut last: Option<(usize, Mark, Option<u32>)> = None; // (line end offset, mark, pid)
     for (ls, le, mark, pid) in raw {
@@ -190,7 +191,7 @@ fn merge(b: &[u8], raw: Vec<(usize, usize, Mark, Option<u32>)>) -> Vec<Boundary>
             }
         }
         let offset = if mark == Mark::Banner {
-            banner_start(b, ls, pid)
+            banner_start(b, ls, pid, layers)
         } else {
             ls
         };
@@ -202,13 +203,17 @@ fn merge(b: &[u8], raw: Vec<(usize, usize, Mark, Option<u32>)>) -> Vec<Boundary>
 
 /// The last launch start in `b`, searching backwards block by block.
 pub fn last_boundary(b: &[u8]) -> Option<Boundary> {
-    last_boundary_with_scan(b, Candidates::builtin()).map(|(bd, _)| bd)
+    last_boundary_with_scan(b, Candidates::builtin(), &Layers::learn(b)).map(|(bd, _)| bd)
 }
 
 /// The last launch start in `b` and the scan of the bytes from it to the end, searching
 /// backwards block by block: the newest launch of a huge file costs what the launch costs, and
 /// its bytes are read once.
-pub fn last_boundary_with_scan(b: &[u8], c: &Candidates) -> Option<(Boundary, Scan)> {
+pub fn last_boundary_with_scan(
+    b: &[u8],
+    c: &Candidates,
+    layers: &Layers,
+) -> Option<(Boundary, Scan)> {
     let mut end = b.len();
     let mut later: Option<Scan> = None;
     // Blocks are scanned two at a time on two threads (the earlier one speculatively: it is
@@ -243,7 +248,7 @@ pub fn last_boundary_with_scan(b: &[u8], c: &Candidates) -> Option<(Boundary, Sc
         let ctx_scan = Scan::new(c, b, ctx, start);
         let mut hits = ctx_scan.hits.clone();
         hits.extend_from_slice(&block.hits);
-        let found = boundaries_from_hits(b, &hits);
+        let found = boundaries_from_hits(b, &hits, layers);
         if let Some(last) = found.last().copied() {
             let mut scan = if last.offset < start {
                 let mut head = Scan::new(c, b, last.offset, start);
@@ -302,7 +307,7 @@ fn scan_pair(
 }
 
 /// The launch that contains the first line carrying `pid` (as `pid=N`, `[N]`, `pid N`).
-pub fn pid_offset(b: &[u8], pid: u32) -> Option<usize> {
+pub fn pid_offset(b: &[u8], pid: u32, layers: &Layers) -> Option<usize> {
     let needles = [
         format!("pid={pid})"),
         format!("pid={pid},"),
@@ -319,7 +324,7 @@ pub fn pid_offset(b: &[u8], pid: u32) -> Option<usize> {
         let ls = line_start(b, m.start());
         let le = line_end(b, m.start());
         let line = &b[ls..le];
-        if parse_line(bounded(line)).pid == Some(pid)
+        if parse_line_in(bounded(line), layers).pid == Some(pid)
             || uvicorn.find(&line[m.start() - ls..]).is_some()
         {
             return Some(ls);
@@ -358,10 +363,10 @@ INFO 01-28 14:03:00 [x.py:1] other
         let last = last_boundary(log.as_bytes()).unwrap();
         assert_eq!(last, b[1]);
         assert_eq!(
-            pid_offset(log.as_bytes(), 2),
+            pid_offset(log.as_bytes(), 2, Layers::none()),
             Some(log.find("(EngineCore_DP0").unwrap())
         );
-        assert_eq!(pid_offset(log.as_bytes(), 77), None);
+        assert_eq!(pid_offset(log.as_bytes(), 77, Layers::none()), None);
     }
 
     #[test]

@@ -18,6 +18,7 @@ pub mod interleave;
 pub mod profile;
 pub mod record;
 pub mod release;
+pub mod render;
 pub mod scenario;
 pub mod script;
 pub mod seed;

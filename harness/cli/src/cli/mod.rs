@@ -3,6 +3,7 @@
 
 mod fake_host;
 mod launch;
+mod render;
 mod simulate;
 mod triage;
 
@@ -25,6 +26,7 @@ struct Cli {
 enum Command {
     Simulate(simulate::Args),
     Triage(triage::Args),
+    Render(render::Args),
     Launch(launch::LaunchArgs),
     Stop(launch::StopArgs),
     Status(launch::StatusArgs),
@@ -49,6 +51,7 @@ pub fn run() -> i32 {
     let result = match cli.command {
         Command::Simulate(a) => simulate::run(a),
         Command::Triage(a) => triage::run(a),
+        Command::Render(a) => render::run(a),
         Command::Launch(a) => launch::launch(a),
         Command::Stop(a) => launch::stop(a),
         Command::Status(a) => launch::status(a),

@@ -50,7 +50,7 @@ fn parse_launch(s: &str) -> Result<LaunchSel, String> {
 
 /// The bytes of the log: a mapping for regular files (zero-copy; triage of the newest launch
 /// touches only the pages it reads), a buffer for standard input, FIFOs and devices.
-enum Input {
+pub(super) enum Input {
     Mapped(faultkit::mapped::Mapped),
     Bytes(Vec<u8>),
 }
@@ -65,7 +65,7 @@ impl std::ops::Deref for Input {
     }
 }
 
-fn read_input(path: &str) -> Result<Input, String> {
+pub(super) fn read_input(path: &str) -> Result<Input, String> {
     if path == "-" {
         let mut buf = Vec::new();
         std::io::stdin()
