@@ -81,8 +81,14 @@ pub struct StreamKey {
     pub location: Option<String>,
 }
 
-/// Strip ANSI escape sequences (CSI and OSC) when present.
+/// Strip ANSI escape sequences (CSI and OSC) when present, also when a pager or a paste wrote
+/// them out as text in caret notation (`^[[1;36m`, and `^M` for a carriage return).
 pub fn strip_ansi(s: &str) -> Cow<'_, str> {
+    if s.contains("^[[") || s.contains("^M") {
+        let raw = s.replace("^[", "\x1b").replace("^M", "\r");
+        let stripped = strip_ansi(&raw).into_owned();
+        return Cow::Owned(stripped.trim_end_matches('\r').to_string());
+    }
     if !s.contains('\x1b') && !s.contains('\u{9b}') {
         return Cow::Borrowed(s);
     }

@@ -11,6 +11,7 @@
 //! (an exception line, a frame, a continuation) included.
 
 use crate::grammar::{decode, vllm_header_len};
+use crate::traceback::is_exception_statement;
 
 /// Lines read to learn the layers (from the start and from the end of the input).
 const SAMPLE_LINES: usize = 4_000;
@@ -21,8 +22,9 @@ const PREFIX_MAX: usize = 160;
 enum Tok {
     /// One or more letters, digits or `_`.
     Word,
-    /// One or more spaces or tabs.
-    Space,
+    /// This many spaces or tabs (a wrapper pads to a fixed width; the text after it keeps its
+    /// own indentation).
+    Space(usize),
     Lit(char),
 }
 
@@ -86,7 +88,10 @@ impl Layers {
                 .filter(|(s, n)| {
                     let punct = s.iter().any(|t| matches!(t, Tok::Lit(_)));
                     let share = if punct { 5 } else { 2 }; // ≥ 20 %, or ≥ 50 % for plain words
-                    *n >= 3 && n * share >= anchored && !s.is_empty() && is_wrapper_like(s)
+                                                           // A short excerpt has few anchored lines: a shape in front of all of them
+                                                           // is a layer too.
+                    let enough = *n >= 3 || (*n == anchored && punct);
+                    enough && n * share >= anchored && !s.is_empty() && is_wrapper_like(s)
                 })
                 .map(|(s, _)| s)
                 .collect();
@@ -141,11 +146,32 @@ fn anchor(t: &str) -> Option<usize> {
 }
 
 fn is_anchor_at(s: &str) -> bool {
+    // Text starts at a non-space (a frame's own indentation excepted): the space before it
+    // belongs to the prefix.
+    if s.starts_with([' ', '\t', '>', '`']) {
+        return s.starts_with("  File \"");
+    }
     process_prefix_at(s)
         || vllm_header_len(s).is_some()
         || s.starts_with("Traceback (most recent call last):")
         || s.starts_with("INFO:     ")
         || (s.starts_with("[rank") && s[5..].starts_with(|c: char| c.is_ascii_digit()))
+        || s.starts_with("  File \"")
+        || is_exception_statement(s)
+        || is_cli_error_at(s)
+}
+
+/// argparse's `usage: vllm serve …` and `vllm serve: error: …` lines.
+fn is_cli_error_at(s: &str) -> bool {
+    if s.starts_with("usage: ") {
+        return true;
+    }
+    match s.find(": error: ") {
+        Some(p) if p > 0 && p < 60 => s[..p]
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | ' ' | '/')),
+        _ => false,
+    }
 }
 
 /// Anchors after a process prefix: a header, a traceback, uvicorn, a frame.
@@ -158,6 +184,8 @@ fn inner_anchor(s: &str) -> Option<usize> {
                 || r.starts_with("Traceback (most recent call last):")
                 || r.starts_with("INFO:     ")
                 || r.starts_with("File \"")
+                || r.starts_with("  File \"")
+                || is_exception_statement(r)
         }
     })
 }
@@ -183,16 +211,22 @@ fn skip_process_prefixes(mut s: &str) -> &str {
 }
 
 fn shape(s: &str) -> Shape {
-    let mut out = Vec::new();
+    let mut out: Vec<Tok> = Vec::new();
     for c in s.chars() {
+        if c == ' ' || c == '\t' {
+            if let Some(Tok::Space(n)) = out.last_mut() {
+                *n += 1;
+            } else {
+                out.push(Tok::Space(1));
+            }
+            continue;
+        }
         let t = if c.is_alphanumeric() || c == '_' {
             Tok::Word
-        } else if c == ' ' || c == '\t' {
-            Tok::Space
         } else {
             Tok::Lit(c)
         };
-        if matches!(t, Tok::Word | Tok::Space) && out.last() == Some(&t) {
+        if t == Tok::Word && out.last() == Some(&t) {
             continue;
         }
         out.push(t);
@@ -203,12 +237,15 @@ fn shape(s: &str) -> Shape {
 /// A shape that can be a wrapper's: it ends in a space or a separator, and is not a sentence
 /// (`Error: `, `note: `) or a path (`/a/b.py:12: `).
 fn is_wrapper_like(s: &[Tok]) -> bool {
-    let ends_well = matches!(s.last(), Some(Tok::Space) | Some(Tok::Lit('|' | ']' | ':')));
+    let ends_well = matches!(
+        s.last(),
+        Some(Tok::Space(_)) | Some(Tok::Lit('|' | ']' | ':'))
+    );
     let words = s.iter().filter(|t| **t == Tok::Word).count();
     let slashes = s.iter().filter(|t| **t == Tok::Lit('/')).count();
     // `ValueError: `, `torch.OutOfMemoryError: `: an exception's head, not a wrapper.
     let exception_head = s.len() >= 3
-        && s[s.len() - 2..] == [Tok::Lit(':'), Tok::Space]
+        && s[s.len() - 2..] == [Tok::Lit(':'), Tok::Space(1)]
         && s[..s.len() - 2]
             .iter()
             .all(|t| matches!(t, Tok::Word | Tok::Lit('.')));
@@ -236,19 +273,12 @@ fn matches(shape: &[Tok], s: &str) -> Option<usize> {
                     return None;
                 }
             }
-            Tok::Space => {
-                let mut n = 0;
-                while let Some(&(i, c)) = chars.peek() {
-                    if c == ' ' || c == '\t' {
-                        end = i + 1;
-                        chars.next();
-                        n += 1;
-                    } else {
-                        break;
+            Tok::Space(want) => {
+                for _ in 0..*want {
+                    match chars.next() {
+                        Some((i, ' ' | '\t')) => end = i + 1,
+                        _ => return None,
                     }
-                }
-                if n == 0 {
-                    return None;
                 }
             }
             Tok::Lit(l) => match chars.next() {
