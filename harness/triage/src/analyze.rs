@@ -14,7 +14,9 @@ use super::grammar::{parse_line_in, HeaderKind, Level};
 use super::layers::Layers;
 use super::rules::{Role, RuleSet};
 use super::scan::{self, WindowedLines};
-use super::traceback::{is_exception_statement, is_tool_fatal, Assembler, LineRole, Record};
+use super::traceback::{
+    is_exception_statement, is_tool_fatal, resplit, Assembler, LineRole, Record,
+};
 use super::verdict::{Damage, RootCause, Secondary, Stale, Status, Verdict, VERDICT_SCHEMA};
 
 /// At most this many secondary entries are listed.
@@ -71,6 +73,9 @@ pub struct Analysis {
     pub verdict: Verdict,
     pub last_line: u64,
     pub pids: Vec<u32>,
+    /// Offset of the first line of a newer API server that started after this launch's server
+    /// shut down: a launch boundary the text lost.
+    pub newer_launch_at: Option<usize>,
 }
 
 fn is_exception_like(body: &str) -> bool {
@@ -490,85 +495,98 @@ pub fn analyze_launch(
     let mut content_before_nul = false;
     let mut seen_pids_before_nul: Vec<u32> = Vec::new();
     let mut explicit_kv: Option<bool> = None;
+    let mut newer_launch_at: Option<usize> = None;
     for line in lines.by_ref() {
-        if memchr::memchr(0, line.bytes).is_some() {
-            after_nul = true;
-        }
-        let p = parse_line_in(line.bytes, layers);
-        if p.body.is_empty() && p.process.is_none() {
-            continue;
-        }
-        if !after_nul {
-            content_before_nul = true;
-        }
-        // A launch is under way once a line is recognisably vLLM's (a header or a prefix).
-        if p.header == HeaderKind::Vllm || p.process.is_some() || p.header == HeaderKind::Uvicorn {
-            started = true;
-        }
-        if let Some(pid) = p.pid {
-            // A different API server, or a writer first seen after a NUL hole (an older
-            // server still writing at its old offset), belongs to another launch.
-            let is_api = p
-                .process
-                .as_deref()
-                .is_some_and(|n| n.starts_with("APIServer") || n.starts_with("ApiServer"));
-            if is_api && api_pid.is_none() {
-                api_pid = Some(pid);
+        // A paste that lost its newlines holds a whole traceback on one physical line: its
+        // records are read piece by piece (the verdict still names the physical line).
+        for piece in resplit(line.bytes) {
+            if memchr::memchr(0, line.bytes).is_some() {
+                after_nul = true;
             }
-            let foreign = (is_api && api_pid.is_some_and(|a| a != pid))
-                || foreign_pids.contains(&pid)
-                || (after_nul
-                    && !seen_pids_before_nul.contains(&pid)
-                    && !pids.contains(&pid)
-                    && content_before_nul);
-            if foreign {
-                if !foreign_pids.contains(&pid) {
-                    foreign_pids.push(pid);
-                }
-                foreign_lines += 1;
+            let p = parse_line_in(piece, layers);
+            if p.body.is_empty() && p.process.is_none() {
                 continue;
             }
-            if !pids.contains(&pid) {
-                pids.push(pid);
+            if !after_nul {
+                content_before_nul = true;
             }
-            if !after_nul && !seen_pids_before_nul.contains(&pid) {
-                seen_pids_before_nul.push(pid);
-            }
-        }
-        if p.interleaved {
-            interleaved_lines.push(line.no);
-        }
-        let body = p.body.as_ref();
-        // Status markers and evidence.
-        if p.header == HeaderKind::Uvicorn {
-            if body.starts_with("Application startup complete")
-                || body.starts_with("Uvicorn running on")
+            // A launch is under way once a line is recognisably vLLM's (a header or a prefix).
+            if p.header == HeaderKind::Vllm
+                || p.process.is_some()
+                || p.header == HeaderKind::Uvicorn
             {
-                ready = true;
-                ready_line.get_or_insert(line.no);
-            } else if body.starts_with("Application shutdown complete") {
-                stopped = true;
+                started = true;
             }
-        }
-        if version.is_none() {
-            version = version_of(body);
-        }
-        if body.starts_with("non-default args: ") {
-            explicit_kv = Some(body.contains("'kv_cache_dtype'"));
-        }
-        if body.starts_with("Initializing a V1 LLM engine")
-            || body.starts_with("Initializing an LLM engine")
-        {
-            collect_config_evidence(body, &mut evidence);
-        }
-        if let Some(pos) = body.find("AttentionSelectorConfig(") {
-            if let Some(mla) = field(&body[pos..], "use_mla=") {
-                evidence.insert("use_mla".into(), serde_json::Value::Bool(mla == "True"));
+            if let Some(pid) = p.pid {
+                // A different API server, or a writer first seen after a NUL hole (an older
+                // server still writing at its old offset), belongs to another launch.
+                let is_api = p
+                    .process
+                    .as_deref()
+                    .is_some_and(|n| n.starts_with("APIServer") || n.starts_with("ApiServer"));
+                if is_api && api_pid.is_none() {
+                    api_pid = Some(pid);
+                }
+                let foreign = (is_api && api_pid.is_some_and(|a| a != pid))
+                    || foreign_pids.contains(&pid)
+                    || (after_nul
+                        && !seen_pids_before_nul.contains(&pid)
+                        && !pids.contains(&pid)
+                        && content_before_nul);
+                // Another API server after this one shut down is a newer launch whose banner
+                // the text lost (an excerpt, a relaunch into the same file), not an older writer.
+                if is_api && foreign && stopped && !after_nul && newer_launch_at.is_none() {
+                    newer_launch_at = Some(line.offset);
+                }
+                if foreign {
+                    if !foreign_pids.contains(&pid) {
+                        foreign_pids.push(pid);
+                    }
+                    foreign_lines += 1;
+                    continue;
+                }
+                if !pids.contains(&pid) {
+                    pids.push(pid);
+                }
+                if !after_nul && !seen_pids_before_nul.contains(&pid) {
+                    seen_pids_before_nul.push(pid);
+                }
             }
+            if p.interleaved {
+                interleaved_lines.push(line.no);
+            }
+            let body = p.body.as_ref();
+            // Status markers and evidence.
+            if p.header == HeaderKind::Uvicorn {
+                if body.starts_with("Application startup complete")
+                    || body.starts_with("Uvicorn running on")
+                {
+                    ready = true;
+                    ready_line.get_or_insert(line.no);
+                } else if body.starts_with("Application shutdown complete") {
+                    stopped = true;
+                }
+            }
+            if version.is_none() {
+                version = version_of(body);
+            }
+            if body.starts_with("non-default args: ") {
+                explicit_kv = Some(body.contains("'kv_cache_dtype'"));
+            }
+            if body.starts_with("Initializing a V1 LLM engine")
+                || body.starts_with("Initializing an LLM engine")
+            {
+                collect_config_evidence(body, &mut evidence);
+            }
+            if let Some(pos) = body.find("AttentionSelectorConfig(") {
+                if let Some(mla) = field(&body[pos..], "use_mla=") {
+                    evidence.insert("use_mla".into(), serde_json::Value::Bool(mla == "True"));
+                }
+            }
+            let rule_hit = !rules.matches(body).is_empty();
+            let text = super::clean_text(line.bytes);
+            asm.push(line.no, line.offset, text, &p, rule_hit);
         }
-        let rule_hit = !rules.matches(body).is_empty();
-        let text = super::clean_text(line.bytes);
-        asm.push(line.no, line.offset, text, &p, rule_hit);
     }
     let last_line = lines.next_no().saturating_sub(1).max(region.first_line);
     if lines.long_lines > 0 {
@@ -815,6 +833,7 @@ pub fn analyze_launch(
         verdict: v,
         last_line,
         pids,
+        newer_launch_at,
     }
 }
 

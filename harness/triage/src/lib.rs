@@ -95,6 +95,7 @@ pub fn clean_text(bytes: &[u8]) -> String {
     grammar::decode(bytes).into_owned()
 }
 
+#[derive(Clone, Copy)]
 struct Launch {
     start: usize,
     end: usize,
@@ -202,7 +203,13 @@ pub fn triage(b: &[u8], opts: &Options<'_>) -> Output {
     let mut line_base = 1u64;
     let mut counted_to = 0usize;
     let mut relative_lines = false;
-    for (i, l) in launches.iter().enumerate() {
+    let mut launches = launches;
+    let mut target = target;
+    let mut next = 0;
+    while next < launches.len() {
+        let i = next;
+        next += 1;
+        let l = launches[i];
         let analyse = whole || Some(i) == target;
         if !analyse {
             verdicts.push(None);
@@ -228,7 +235,27 @@ pub fn triage(b: &[u8], opts: &Options<'_>) -> Output {
             launch_pid: l.pid,
         };
         let mut d = Vec::new();
-        let a = analyze_launch(b, &region, opts.rules, &sc, &layers, opts.explain, &mut d);
+        let mut a = analyze_launch(b, &region, opts.rules, &sc, &layers, opts.explain, &mut d);
+        if let Some(off) = a.newer_launch_at.filter(|&o| o > l.start && o < l.end) {
+            // A newer launch whose start the text lost: this launch ends there.
+            launches.insert(
+                i + 1,
+                Launch {
+                    start: off,
+                    end: l.end,
+                    pid: None,
+                },
+            );
+            launches[i].end = off;
+            if opts.pid.is_none() && opts.launch != LaunchSel::Index(i) && target == Some(i) {
+                target = Some(i + 1);
+            } else if let Some(t) = target.filter(|&t| t > i) {
+                target = Some(t + 1);
+            }
+            let region = Region { end: off, ..region };
+            d.clear();
+            a = analyze_launch(b, &region, opts.rules, &sc, &layers, opts.explain, &mut d);
+        }
         infos.push(LaunchInfo {
             index: i,
             first_line: line_base,

@@ -174,6 +174,81 @@ pub fn is_tool_fatal(body: &str) -> bool {
         || (tool.split(':').count() >= 3 && rest.starts_with("fatal error: "))
 }
 
+/// The pieces of a physical line that holds several lines whose newlines a paste lost (a whole
+/// traceback joined with spaces): split before each repeated process prefix or log header when
+/// the pieces carry them, else before `Traceback (most recent call last):`, each `File "…"`
+/// frame, the chain markers and the final exception line. A line with fewer than three such
+/// points is one piece (two writers sharing a line are interleaving, reported as damage).
+pub fn resplit(line: &[u8]) -> Vec<&[u8]> {
+    const MIN_POINTS: usize = 3;
+    if line.len() < 160 {
+        return vec![line];
+    }
+    let finder = |pat: &'static [u8]| memchr::memmem::find_iter(line, pat);
+    // Repeated prefixes: `(NAME pid=` after the start.
+    let mut points: Vec<usize> = finder(b" pid=")
+        .filter_map(|p| {
+            line[..p]
+                .iter()
+                .rposition(|&b| b == b'(')
+                .filter(|&o| o > 0 && p - o < 80)
+        })
+        .filter(|&o| line[o - 1] == b' ')
+        .collect();
+    points.dedup();
+    if points.len() < MIN_POINTS {
+        points.clear();
+        for pat in [
+            &b"Traceback (most recent call last):"[..],
+            b"During handling of the above exception",
+            b"The above exception was the direct cause",
+        ] {
+            points.extend(finder(pat).filter(|&p| p > 0));
+        }
+        points.extend(finder(b" File \"").map(|p| p + 1).filter(|&p| p > 1));
+        if points.len() < MIN_POINTS {
+            return vec![line];
+        }
+        // The exception line after the last frame: its `Type: ` after a space.
+        let last = *points.iter().max().expect("points");
+        if let Some(e) = last_exception_start(&line[last..]) {
+            points.push(last + e);
+        }
+    }
+    points.sort_unstable();
+    points.dedup();
+    let mut out = Vec::with_capacity(points.len() + 1);
+    let mut from = 0;
+    for p in points {
+        if p > from {
+            out.push(line[from..p].trim_ascii_end());
+            from = p;
+        }
+    }
+    out.push(&line[from..]);
+    out.retain(|p| !p.is_empty());
+    out
+}
+
+/// Where the last `Type: message` (or bare `KeyboardInterrupt`-style) exception starts in the
+/// text after a frame, if one does (preceded by a space).
+fn last_exception_start(tail: &[u8]) -> Option<usize> {
+    let s = std::str::from_utf8(tail).ok()?;
+    let mut best = None;
+    for (i, _) in s.match_indices(' ') {
+        let rest = &s[i + 1..];
+        if rest.starts_with(|c: char| c.is_ascii_uppercase() || c.is_ascii_lowercase())
+            && is_exception_statement(rest)
+            && !rest.starts_with("File \"")
+        {
+            // The first exception statement after the frame header and its code line.
+            best = Some(i + 1);
+            break;
+        }
+    }
+    best
+}
+
 fn is_chain_marker(body: &str) -> bool {
     body.starts_with("During handling of the above exception")
         || body.starts_with("The above exception was the direct cause")
