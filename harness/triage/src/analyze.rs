@@ -380,6 +380,7 @@ fn classify(rec: &Record, rules: &RuleSet) -> Option<(Class, Option<usize>, usiz
             && line.level.is_none()
             && !is_exception_like(&line.body)
             && !is_exception_statement(&line.body)
+            && !is_tool_fatal(&line.body)
             && !rules.rules()[ri].any_level;
         let class = if bare { Class::BareCause } else { class };
         // A rule that matched the continuation of an exception's message (the output a
