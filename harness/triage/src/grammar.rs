@@ -182,7 +182,7 @@ fn parse_u32(s: &str) -> Option<u32> {
 }
 
 /// Length of a container/journald/timestamp prefix at the start of `s` (0 when none).
-fn container_prefix_len(s: &str) -> usize {
+pub(crate) fn container_prefix_len(s: &str) -> usize {
     let b = s.as_bytes();
     // RFC 3339 timestamp (docker logs -t, k8s): 2024-02-08T08:40:56.016480879Z
     if b.len() > 21

@@ -10,7 +10,7 @@
 //! lines is a layer, stripped from every line that starts with it — the lines without an anchor
 //! (an exception line, a frame, a continuation) included.
 
-use crate::grammar::{decode, vllm_header_len};
+use crate::grammar::{container_prefix_len, decode, vllm_header_len};
 use crate::traceback::is_exception_statement;
 
 /// Lines read to learn the layers (from the start and from the end of the input).
@@ -64,7 +64,16 @@ impl Layers {
             };
         for line in sample(b) {
             let text = decode(line);
-            let t = text.as_ref();
+            // Known container prefixes (compose, kubectl, journald, RFC 3339 times) are the
+            // grammar's; layers are learned behind them.
+            let mut t = text.as_ref();
+            loop {
+                let n = container_prefix_len(t);
+                if n == 0 || n >= t.len() {
+                    break;
+                }
+                t = &t[n..];
+            }
             let Some(pos) = anchor(t) else {
                 continue;
             };

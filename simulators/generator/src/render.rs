@@ -255,7 +255,14 @@ pub fn render(log: &[u8], r: Rendering, focus: Option<u64>, seed: Seed) -> Rende
                 None => copy(&src, &mut out),
                 Some(f) => {
                     let elide = r == Rendering::ExcerptElided;
-                    let from = f.saturating_sub(rng.range(3, 60)).max(1);
+                    // An excerpt keeps the root cause's traceback (its frames are the
+                    // evidence) and some lines around it.
+                    let tb = (0..f as usize)
+                        .rev()
+                        .take(400)
+                        .find(|&i| contains(src[i], b"Traceback (most recent call last):"))
+                        .map_or(f, |i| i as u64 + 1);
+                    let from = tb.saturating_sub(rng.range(3, 60)).max(1);
                     let to = (f + rng.range(0, 40)).min(n);
                     if elide && from > 1 {
                         out.line(b"[...]".to_vec(), Vec::new());
@@ -309,6 +316,19 @@ pub fn render(log: &[u8], r: Rendering, focus: Option<u64>, seed: Seed) -> Rende
         Rendering::PrependHealthyLaunch => {
             for l in healthy_launch(&mut rng, t) {
                 out.line(l.into_bytes(), Vec::new());
+            }
+            // The relaunch prints its banner first; an excerpt of its output may have lost it.
+            let starts_a_launch = src
+                .iter()
+                .take(40)
+                .any(|l| contains(l, b"vLLM API server version") || contains(l, b"usage: "));
+            if !starts_a_launch {
+                let stamp = t.log_stamp();
+                out.line(
+                    format!("INFO {stamp} [api_server.py:1885] vLLM API server version 0.11.0")
+                        .into_bytes(),
+                    Vec::new(),
+                );
             }
             copy(&src, &mut out);
         }

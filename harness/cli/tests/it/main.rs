@@ -5,6 +5,7 @@ mod cli;
 mod container;
 mod corpus;
 mod launch;
+mod metamorphic;
 mod properties;
 mod realism;
 mod tidy;
