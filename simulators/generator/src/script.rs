@@ -1228,16 +1228,12 @@ fn load_weights(b: &mut Builder<'_>, l: &mut Launch) -> Step {
                 .map(|x| x.1)
                 .unwrap_or(&err)
                 .to_string();
-            // Each rank logs the ERROR first, then re-raises: the first ERROR line states the cause.
-            let mut first: Option<(SimTime, usize)> = None;
+            // Each rank logs the ERROR first, then re-raises; the root cause is the exception
+            // line of the re-raised traceback (as real logs are labelled: the record is vLLM's
+            // advice, the exception names the cause).
             for &w in &workers {
                 b.advance_ms(w, 5, 80);
-                if let Some(idx) = b.log(w, "oom_load_model", &[("error", short.clone())]) {
-                    let t = b.events[idx].t;
-                    if first.is_none_or(|(ft, _)| t < ft) {
-                        first = Some((t, idx));
-                    }
-                }
+                b.log(w, "oom_load_model", &[("error", short.clone())]);
             }
             worker_failure(
                 b,
@@ -1247,9 +1243,6 @@ fn load_weights(b: &mut Builder<'_>, l: &mut Launch) -> Step {
                 |b, _| Traceback::new(err.clone()).with(b.p, "load_weights_oom"),
                 WorkerStage::Load,
             );
-            if let Some((_, idx)) = first {
-                b.remark_root(idx);
-            }
             return CRASHED;
         }
         Some(Failure::HostOomKilled) => {
