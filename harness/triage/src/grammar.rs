@@ -520,11 +520,11 @@ fn parse_str<'a>(t: &'a str, layers: &Layers) -> ParsedLine<'a> {
         prefixes += 1;
         rest = &rest[len..];
     }
-    if prefixes > 0 {
-        let n = layers.inner_len(rest);
-        if n > 0 && n < rest.len() {
-            rest = &rest[n..];
-        }
+    // A wrapper's tag after the process prefix (`(APIServer pid=1) [serve] …`) also stands
+    // alone on the lines that have no process prefix.
+    let n = layers.inner_len(rest);
+    if n > 0 && n < rest.len() {
+        rest = &rest[n..];
     }
     // `[repeated 7x across cluster]`
     let mut repeated = None;
