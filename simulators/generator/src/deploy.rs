@@ -116,7 +116,7 @@ impl Failure {
             Failure::MaxLenExceeds { .. } => "config_validation_error",
             Failure::TpHeads { .. } => "tp_size_invalid_for_model",
             Failure::QuantCapability { .. } => "unsupported_quantization",
-            Failure::Bf16Capability => "config_validation_error",
+            Failure::Bf16Capability => "bf16_unsupported_on_gpu",
             Failure::MissingModule { .. } => "missing_module",
             Failure::NoKernelImage => "no_kernel_image",
             Failure::FreeMemory { .. } => "gpu_memory_already_in_use",
