@@ -2,8 +2,8 @@
 //! a container runtime's or journald's prefix, quoted, with ANSI written out as text, CRLF line
 //! ends, noise of other processes between writes, cut to an excerpt, with lost newlines, an extra
 //! echo, or an older healthy launch before it. None of them changes what failed, so triage must
-//! give the same answer on every rendering (the metamorphic properties); a scenario can use them
-//! too (`render = [...]`).
+//! give the same answer on every rendering (the metamorphic properties, and `faultkit render` for
+//! anyone's triage).
 //!
 //! Main function: [`render`], which returns the new bytes and, per new line, the original lines
 //! it holds ([`Rendered::original_lines`]).

@@ -1,4 +1,4 @@
-//! `faultkit render`: show a log as a collector, a CI page or a paste would.
+//! `faultkit render`: show a log as a collector, a CI page or a paste would (`generator::render`).
 
 use std::io::Write;
 
@@ -10,9 +10,9 @@ use super::fail;
 
 /// Write a log as a collector, a CI page or a paste shows it, to standard output.
 ///
-/// The renderings are the ones the metamorphic tests apply to every real log and scenario (and a
-/// scenario's `render = [...]` applies to its log): none changes what failed, so a triage should
-/// give the same answer on the output. Excerpts and lost newlines keep the root-cause line that
+/// The renderings are the ones the metamorphic test applies to every labelled real log and every
+/// scenario's log: none changes what failed, so a triage should give the same answer on the
+/// output. Excerpts and lost newlines keep the root-cause line that
 /// `faultkit triage` finds (or `--focus`). Renderings: docker-compose, kubectl-prefix,
 /// pod-container, journald, docker-timestamps, ci-quote, extra-tag, ansi-as-text, crlf, noise,
 /// excerpt, excerpt-elided, lost-newlines, append-echo, prepend-healthy-launch.

@@ -3,8 +3,8 @@
 //! newlines, another echo, an older healthy launch before it — none of these changes what failed,
 //! so the verdict's root-cause line must map back to the same original line, with the same id.
 //! Inputs: every labelled real log of `scenarios/real/` and the simulator's output of every
-//! scenario. The renderings are the generator's (`generator::render`), the ones a scenario's
-//! `render = [...]` uses. A failure prints the command that reproduces it.
+//! scenario. The renderings are the generator's (`generator::render`, also `faultkit render`).
+//! A failure prints the command that reproduces it.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
