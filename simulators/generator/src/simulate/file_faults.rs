@@ -10,7 +10,7 @@ use crate::interleave::{render_launch, RenderedLaunch};
 use crate::record::Renderer;
 use crate::release::Switch;
 use crate::scenario::{Fault, RelaunchAfter, Scenario};
-use crate::script::{build_launch, Ending, LaunchStatus};
+use crate::script::{build_launch, Ending, LaunchLog, LaunchStatus};
 use crate::seed::{Rng, Seed};
 use crate::selector::{Announce, Selection};
 use vllm_argv::ServeArgs;
@@ -56,6 +56,18 @@ impl<'a, 'r> FileAssembly<'a, 'r> {
             expected_pid: None,
             stale: false,
         }
+    }
+
+    /// Append a launch's writes (`counted`: it starts in this file; not for a stray writer's
+    /// tail); returns its segment index.
+    fn push_launch(&mut self, rendered: RenderedLaunch, log: LaunchLog, counted: bool) -> usize {
+        self.segments.push(Segment::Launch {
+            rendered,
+            log,
+            counted,
+            traffic: None,
+        });
+        self.segments.len() - 1
     }
 
     fn next_seed(&mut self, tag: &str) -> Seed {
@@ -146,32 +158,15 @@ impl<'a, 'r> FileAssembly<'a, 'r> {
         a_tail_log.root = None;
         if append {
             let merged = merge_by_time(b_r, a_tail);
-            self.segments.push(Segment::Launch {
-                rendered: merged,
-                log: b,
-                counted: true,
-                traffic: None,
-            });
-            self.target = Some(self.segments.len() - 1);
+            self.target = Some(self.push_launch(merged, b, true));
         } else {
             let b_len = b_r.len_bytes() as u64;
             let a_off = a_before.len_bytes() as u64;
-            self.segments.push(Segment::Launch {
-                rendered: b_r,
-                log: b,
-                counted: true,
-                traffic: None,
-            });
-            self.target = Some(self.segments.len() - 1);
+            self.target = Some(self.push_launch(b_r, b, true));
             if !a_tail.chunks.is_empty() {
                 self.segments
                     .push(Segment::Nul(a_off.saturating_sub(b_len).max(1)));
-                self.segments.push(Segment::Launch {
-                    rendered: a_tail,
-                    log: a_tail_log,
-                    counted: false,
-                    traffic: None,
-                });
+                self.push_launch(a_tail, a_tail_log, false);
             }
         }
     }
@@ -209,12 +204,7 @@ impl<'a, 'r> FileAssembly<'a, 'r> {
             first_r.chunks.retain(|c| c.t <= cut);
         }
         let first_pid = first.api_pid;
-        self.segments.push(Segment::Launch {
-            rendered: first_r,
-            log: first,
-            counted: true,
-            traffic: None,
-        });
+        self.push_launch(first_r, first, true);
         // Workers of a `kill -9`ed server (vLLM ≤ 0.15) keep their GPU memory.
         let mut s2 = s.clone();
         let holds = (after == RelaunchAfter::Kill9 || s.faults.contains(&Fault::OrphanWorkers))
@@ -260,25 +250,13 @@ impl<'a, 'r> FileAssembly<'a, 'r> {
                     cut_log.root = None;
                     cut_log.failure = None;
                 }
-                self.segments.push(Segment::Launch {
-                    rendered: second_r,
-                    log: cut_log,
-                    counted: true,
-                    traffic: None,
-                });
-                self.target = Some(self.segments.len() - 1);
+                self.target = Some(self.push_launch(second_r, cut_log, true));
             }
             None => {
                 if carries_pid(&second_r, second_pid) {
                     self.expected_pid = Some(second_pid);
                 }
-                self.segments.push(Segment::Launch {
-                    rendered: second_r,
-                    log: second,
-                    counted: true,
-                    traffic: None,
-                });
-                self.target = Some(self.segments.len() - 1);
+                self.target = Some(self.push_launch(second_r, second, true));
             }
         }
     }

@@ -409,39 +409,17 @@ fn pad(
             if let Some(from) = log.traffic_from {
                 let failure_at_runtime = log.failure.as_ref().is_none_or(Failure::at_runtime);
                 if failure_at_runtime {
-                    let prefix = renderer.prefix(&log.procs[0]).into_bytes();
-                    let dur = traffic::duration_us(missing, prefix.len());
-                    let mut shifted = log.clone();
-                    for e in &mut shifted.events {
-                        if e.t >= from {
-                            e.t = e.t.plus_us(dur);
-                        }
-                    }
-                    let rendered = render_launch(
-                        &shifted,
+                    let prefix_len = renderer.prefix(&log.procs[0]).len();
+                    let dur = traffic::duration_us(missing, prefix_len);
+                    let render_seed = seed.derive("render", u64::from(log.api_pid));
+                    segments[ti] = serving_padded(
+                        log.clone(),
+                        (from, dur),
+                        missing,
                         renderer,
-                        seed.derive("render", u64::from(shifted.api_pid)),
-                        SPLIT_PERCENT,
+                        render_seed,
+                        seed,
                     );
-                    let at = rendered
-                        .chunks
-                        .iter()
-                        .position(|c| c.t >= from.plus_us(dur))
-                        .unwrap_or(rendered.chunks.len());
-                    segments[ti] = Segment::Launch {
-                        rendered,
-                        log: shifted,
-                        counted: true,
-                        traffic: Some((
-                            at,
-                            Traffic {
-                                prefix,
-                                start: from,
-                                bytes: missing,
-                                seed: seed.derive("padding", 0),
-                            },
-                        )),
-                    };
                     return;
                 }
             }
@@ -476,42 +454,54 @@ fn pad(
         },
     );
     let from = log.traffic_from.unwrap_or(log.end);
-    let mut shifted = log.clone();
-    for e in &mut shifted.events {
+    let padded = serving_padded(
+        log,
+        (from, dur),
+        missing,
+        renderer,
+        seed.derive("render-pad", 0),
+        seed,
+    );
+    segments.insert(0, padded);
+    if let Some(t) = target {
+        *t += 1;
+    }
+}
+
+/// A launch that serves `missing` bytes of traffic for `dur` µs from `from` on: its later events
+/// move by that duration, and the traffic is written where they resume.
+fn serving_padded(
+    mut log: LaunchLog,
+    (from, dur): (SimTime, u64),
+    missing: u64,
+    renderer: &Renderer<'_>,
+    render_seed: Seed,
+    seed: Seed,
+) -> Segment {
+    let prefix = renderer.prefix(&log.procs[0]).into_bytes();
+    for e in &mut log.events {
         if e.t >= from {
             e.t = e.t.plus_us(dur);
         }
     }
-    let rendered = render_launch(
-        &shifted,
-        renderer,
-        seed.derive("render-pad", 0),
-        SPLIT_PERCENT,
-    );
+    let rendered = render_launch(&log, renderer, render_seed, SPLIT_PERCENT);
     let at = rendered
         .chunks
         .iter()
         .position(|c| c.t >= from.plus_us(dur))
         .unwrap_or(rendered.chunks.len());
-    let prefix = renderer.prefix(&shifted.procs[0]).into_bytes();
-    segments.insert(
-        0,
-        Segment::Launch {
-            rendered,
-            log: shifted,
-            counted: true,
-            traffic: Some((
-                at,
-                Traffic {
-                    prefix,
-                    start: from,
-                    bytes: missing,
-                    seed: seed.derive("padding", 0),
-                },
-            )),
-        },
-    );
-    if let Some(t) = target {
-        *t += 1;
+    Segment::Launch {
+        rendered,
+        log,
+        counted: true,
+        traffic: Some((
+            at,
+            Traffic {
+                prefix,
+                start: from,
+                bytes: missing,
+                seed: seed.derive("padding", 0),
+            },
+        )),
     }
 }
