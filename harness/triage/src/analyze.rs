@@ -500,7 +500,11 @@ pub fn analyze_launch(
     for line in lines.by_ref() {
         // A paste that lost its newlines holds a whole traceback on one physical line: its
         // records are read piece by piece (the verdict still names the physical line).
-        for piece in resplit(line.bytes) {
+        let split = resplit(line.bytes);
+        for &piece in split
+            .as_deref()
+            .unwrap_or(std::slice::from_ref(&line.bytes))
+        {
             if memchr::memchr(0, line.bytes).is_some() {
                 after_nul = true;
             }

@@ -178,11 +178,12 @@ pub fn is_tool_fatal(body: &str) -> bool {
 /// traceback joined with spaces): split before each repeated process prefix or log header when
 /// the pieces carry them, else before `Traceback (most recent call last):`, each `File "…"`
 /// frame, the chain markers and the final exception line. A line with fewer than three such
-/// points is one piece (two writers sharing a line are interleaving, reported as damage).
-pub fn resplit(line: &[u8]) -> Vec<&[u8]> {
+/// points is left whole: `None` (two writers sharing a line are interleaving, reported as
+/// damage). Most lines are whole, and cost no allocation.
+pub fn resplit(line: &[u8]) -> Option<Vec<&[u8]>> {
     const MIN_POINTS: usize = 3;
     if line.len() < 160 {
-        return vec![line];
+        return None;
     }
     let finder = |pat: &'static [u8]| memchr::memmem::find_iter(line, pat);
     // Repeated prefixes: `(NAME pid=` after the start.
@@ -207,7 +208,7 @@ pub fn resplit(line: &[u8]) -> Vec<&[u8]> {
         }
         points.extend(finder(b" File \"").map(|p| p + 1).filter(|&p| p > 1));
         if points.len() < MIN_POINTS {
-            return vec![line];
+            return None;
         }
         // The exception line after the last frame: its `Type: ` after a space.
         let last = *points.iter().max().expect("points");
@@ -227,7 +228,7 @@ pub fn resplit(line: &[u8]) -> Vec<&[u8]> {
     }
     out.push(&line[from..]);
     out.retain(|p| !p.is_empty());
-    out
+    Some(out)
 }
 
 /// Where the last `Type: message` (or bare `KeyboardInterrupt`-style) exception starts in the
