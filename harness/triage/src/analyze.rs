@@ -118,10 +118,61 @@ fn defer_to_the_dead(order: &mut [usize], cands: &[Candidate], records: &[Record
     }
 }
 
+/// An excerpt's mark for text left out (`[...]`, `...`, `…`).
+fn is_elision(body: &str) -> bool {
+    matches!(body.trim(), "[...]" | "[…]" | "..." | "…")
+}
+
 /// CPython's caret/tilde line under a code line (`    ^^^^^^`, `~~~^~~`).
 fn is_caret(body: &str) -> bool {
     let t = body.trim();
     !t.is_empty() && t.chars().all(|c| matches!(c, '^' | '~'))
+}
+
+/// NCCL's exception message ends with `Last error:` and the detail on the next line (`Error
+/// while creating shared memory segment …`): a rule that names the detail names the cause the
+/// generic `unhandled system error` stands for.
+fn prefer_the_last_error(order: &mut [usize], cands: &[Candidate], records: &[Record]) {
+    let Some(&first) = order.first() else {
+        return;
+    };
+    let c = &cands[first];
+    let q = &records[c.record].lines[c.quote];
+    let after_last_error = |d: &Candidate| {
+        let rec = &records[d.record];
+        let before = if d.quote > 0 {
+            rec.lines.get(d.quote - 1)
+        } else {
+            d.record
+                .checked_sub(1)
+                .and_then(|p| records.get(p))
+                .and_then(|p| p.lines.last())
+        };
+        before.is_some_and(|l| l.body.trim() == "Last error:")
+    };
+    let detail = order.iter().position(|&i| {
+        let d = &cands[i];
+        let dq = &records[d.record].lines[d.quote];
+        d.rule.is_some()
+            && d.id != c.id
+            && dq.no > q.no
+            && dq.no <= q.no + 4
+            && after_last_error(d)
+    });
+    if let Some(pos) = detail {
+        order[..=pos].rotate_right(1);
+    }
+}
+
+fn is_pydantic_summary(body: &str) -> bool {
+    body.contains("ValidationError")
+        && (body.contains(" validation error for ") || body.contains(" validation errors for "))
+}
+
+/// Pydantic's line for a validator's error: `  Value error, …` or `  Assertion failed, …`.
+fn is_pydantic_detail(body: &str) -> bool {
+    let t = body.trim_start();
+    t.starts_with("Value error, ") || t.starts_with("Assertion failed, ")
 }
 
 /// Pydantic's summary line (`ValidationError: 1 validation error for ModelConfig`) defers to its
@@ -133,16 +184,14 @@ fn prefer_the_detail(order: &mut [usize], cands: &[Candidate], records: &[Record
     };
     let c = &cands[first];
     let q = &records[c.record].lines[c.quote];
-    let summary = q.body.contains("ValidationError")
-        && (q.body.contains(" validation error for ")
-            || q.body.contains(" validation errors for "));
-    if !summary {
+    if !is_pydantic_summary(&q.body) {
+        prefer_the_last_error(order, cands, records);
         return;
     }
     let detail = order.iter().position(|&i| {
         let d = &cands[i];
         let dq = &records[d.record].lines[d.quote];
-        dq.no > q.no && dq.no <= q.no + 3 && dq.body.trim_start().starts_with("Value error, ")
+        dq.no > q.no && dq.no <= q.no + 3 && is_pydantic_detail(&dq.body)
     });
     if let Some(pos) = detail {
         order[..=pos].rotate_right(1);
@@ -283,8 +332,13 @@ fn normalize(s: &str) -> String {
 }
 
 fn classify(rec: &Record, rules: &RuleSet) -> Option<(Class, Option<usize>, usize)> {
-    // A traceback header and nothing else: the writer has not got further (yet).
-    if rec.lines.iter().all(|l| l.role == LineRole::TracebackStart) {
+    // A traceback header and nothing else (or an excerpt's elision mark): the writer has not
+    // got further (yet), or the text is not there.
+    if rec
+        .lines
+        .iter()
+        .all(|l| l.role == LineRole::TracebackStart || is_elision(&l.body))
+    {
         return None;
     }
     // Lines whose text a rule may match.
@@ -332,9 +386,25 @@ fn classify(rec: &Record, rules: &RuleSet) -> Option<(Class, Option<usize>, usiz
         }
         noise_only = false;
         line_rules.sort_by_key(|&ri| std::cmp::Reverse(rules.rules()[ri].priority));
+        // A line that says it reports a failure told elsewhere (`Worker failed with error '…',
+        // please check the stack trace above for the root cause`) is an echo, whatever the
+        // text it quotes: an echo rule of a higher priority than every other rule on the line
+        // decides it. The cause it quotes still names it (an excerpt may hold only the echo).
+        let echoes_a_cause = line_rules.first().is_some_and(|&top| {
+            let r = &rules.rules()[top];
+            r.role == Role::Echo
+                && line_rules.iter().any(|&o| rules.rules()[o].role != Role::Echo)
+                && line_rules.iter().all(|&o| {
+                    rules.rules()[o].role == Role::Echo || rules.rules()[o].priority < r.priority
+                })
+        });
+        if echoes_a_cause {
+            line_rules.retain(|&o| rules.rules()[o].role != Role::Echo);
+        }
         for &ri in &line_rules {
             let r = &rules.rules()[ri];
             let class = match r.role {
+                _ if echoes_a_cause => Class::Echo,
                 Role::Cause => Class::Cause,
                 Role::Weak => Class::Weak,
                 Role::Echo => Class::Echo,
@@ -398,6 +468,19 @@ fn classify(rec: &Record, rules: &RuleSet) -> Option<(Class, Option<usize>, usiz
             }
             _ => li,
         };
+        // Pydantic's summary (`ValidationError: 1 validation error for ModelConfig`) is
+        // followed in the same record by the detail that states the cause.
+        let li = if is_pydantic_summary(&rec.lines[li].body) {
+            rec.lines
+                .iter()
+                .enumerate()
+                .skip(li + 1)
+                .take(3)
+                .find(|(_, l)| is_pydantic_detail(&l.body))
+                .map_or(li, |(d, _)| d)
+        } else {
+            li
+        };
         return Some((class, Some(ri), li));
     }
     if noise_only && !rec.traceback {
@@ -412,21 +495,36 @@ fn classify(rec: &Record, rules: &RuleSet) -> Option<(Class, Option<usize>, usiz
         // Text after frames that is not `Type: message` (a faulthandler dump, a prompt) is not
         // an exception.
         if is_exception_like(&rec.lines[i].body) {
+            // A traceback logged as a warning or for information (`logger.warning(…,
+            // exc_info=True)`: an optional import that failed) did not stop the process.
+            if matches!(
+                rec.level(),
+                Some(Level::Warning | Level::Info | Level::Debug)
+            ) {
+                return Some((Class::Warned, None, i));
+            }
             return Some((Class::Cause, None, i));
         }
         return Some((Class::UnknownError, None, i));
     }
     if rec.traceback {
-        // The traceback lost its exception line: its last frame names where it failed (not a
-        // code line or a caret line under it).
-        let i = rec
-            .lines
-            .iter()
-            .rposition(|l| l.role == LineRole::Frame)
+        // The traceback lost its exception line. A record logged with it (`logger.exception(e)`
+        // writes the exception's message, then the traceback) states it in its head;
+        // otherwise the last frame names where it failed (not a code line or a caret line
+        // under it).
+        let head = rec.lines.first().filter(|l| {
+            l.role == LineRole::Head
+                && matches!(l.level, Some(Level::Error | Level::Critical))
+                && !l.body.trim().is_empty()
+                && !is_elision(&l.body)
+        });
+        let i = head
+            .map(|_| 0)
+            .or_else(|| rec.lines.iter().rposition(|l| l.role == LineRole::Frame))
             .or_else(|| {
-                rec.lines
-                    .iter()
-                    .rposition(|l| l.role == LineRole::Source && !is_caret(&l.body))
+                rec.lines.iter().rposition(|l| {
+                    l.role == LineRole::Source && !is_caret(&l.body) && !is_elision(&l.body)
+                })
             })
             .unwrap_or(0);
         return Some((Class::IncompleteUnknown, None, i));
@@ -642,7 +740,15 @@ pub fn analyze_launch(
         // Weak signals (a supervisor's report, watchdog timeouts) say nothing about causality
         // by their layer: the earliest wins.
         let layer = if c.class == Class::Weak { 0 } else { c.layer };
-        (c.class, layer, line)
+        // An error record without an exception and a traceback cut before its exception line
+        // are both failures of unknown kind: the lower layer (a worker's report before the
+        // engine's cut traceback) comes first.
+        let class = if c.class == Class::IncompleteUnknown {
+            Class::UnknownError
+        } else {
+            c.class
+        };
+        (class, layer, line)
     });
     defer_to_the_dead(&mut order, &cands, &records);
     prefer_the_exception(&mut order, &cands, &records);
@@ -674,9 +780,16 @@ pub fn analyze_launch(
     let survived = |c: &Candidate| {
         let r = &records[c.record];
         let no = r.lines[c.quote].no;
-        ready_line.is_some_and(|ready| {
-            no < ready || r.location.as_deref().is_some_and(is_request_handler)
-        })
+        // A request's error (uvicorn's `Exception in ASGI application`) says the server was
+        // serving, whatever the excerpt kept of its start.
+        let request_time = r
+            .lines
+            .first()
+            .is_some_and(|l| l.body.starts_with("Exception in ASGI application"));
+        request_time
+            || ready_line.is_some_and(|ready| {
+                no < ready || r.location.as_deref().is_some_and(is_request_handler)
+            })
     };
     let survivors: Vec<usize> = order
         .iter()
@@ -762,6 +875,23 @@ pub fn analyze_launch(
                 .fix
                 .clone()
                 .map(|f| fix_with_evidence(&fc.id, f, &evidence, explicit_kv));
+        }
+        // The backend's reason `kv_cache_dtype not supported` names an FP8 cause only when the
+        // KV cache is FP8 (or `auto`, which a checkpoint can turn into FP8): with another dtype
+        // set explicitly (`nvfp4`, say) the backend rejects that dtype.
+        if let Some(rc) = v.root_cause.as_mut() {
+            let kv = evidence.get("kv_cache_dtype").and_then(|v| v.as_str());
+            if let Some(kv) = kv.filter(|kv| *kv != "auto" && !kv.starts_with("fp8")) {
+                if rc.id == "fp8_kv_cache_unsupported_backend" && explicit_kv == Some(true) {
+                    rc.id = "attention_backend_unsupported".into();
+                    v.meaning = Some(format!(
+                        "The selected attention backend does not support kv_cache_dtype={kv} on this GPU and model."
+                    ));
+                    v.fix = Some(format!(
+                        "Use a KV-cache dtype the backend supports (`--kv-cache-dtype auto` or `bfloat16`), or choose an attention backend that supports {kv}."
+                    ));
+                }
+            }
         }
         v.status = if fc.hung {
             Status::Hung
