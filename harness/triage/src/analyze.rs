@@ -15,7 +15,7 @@ use super::layers::Layers;
 use super::rules::{Role, RuleSet};
 use super::scan::{self, WindowedLines};
 use super::traceback::{
-    is_exception_statement, is_tool_fatal, resplit, Assembler, LineRole, Record,
+    is_elision, is_exception_statement, is_tool_fatal, resplit, Assembler, LineRole, Record,
 };
 use super::verdict::{Damage, RootCause, Secondary, Stale, Status, Verdict, VERDICT_SCHEMA};
 
@@ -118,11 +118,6 @@ fn defer_to_the_dead(order: &mut [usize], cands: &[Candidate], records: &[Record
     }
 }
 
-/// An excerpt's mark for text left out (`[...]`, `...`, `…`).
-fn is_elision(body: &str) -> bool {
-    matches!(body.trim(), "[...]" | "[…]" | "..." | "…")
-}
-
 /// CPython's caret/tilde line under a code line (`    ^^^^^^`, `~~~^~~`).
 fn is_caret(body: &str) -> bool {
     let t = body.trim();
@@ -153,11 +148,7 @@ fn prefer_the_last_error(order: &mut [usize], cands: &[Candidate], records: &[Re
     let detail = order.iter().position(|&i| {
         let d = &cands[i];
         let dq = &records[d.record].lines[d.quote];
-        d.rule.is_some()
-            && d.id != c.id
-            && dq.no > q.no
-            && dq.no <= q.no + 4
-            && after_last_error(d)
+        d.rule.is_some() && d.id != c.id && dq.no > q.no && dq.no <= q.no + 4 && after_last_error(d)
     });
     if let Some(pos) = detail {
         order[..=pos].rotate_right(1);
@@ -171,8 +162,12 @@ fn is_pydantic_summary(body: &str) -> bool {
 
 /// Pydantic's line for a validator's error: `  Value error, …` or `  Assertion failed, …`.
 fn is_pydantic_detail(body: &str) -> bool {
+    // Pydantic indents it by two spaces (a prefix an input did not let us strip may precede it).
     let t = body.trim_start();
-    t.starts_with("Value error, ") || t.starts_with("Assertion failed, ")
+    t.starts_with("Value error, ")
+        || t.starts_with("Assertion failed, ")
+        || body.contains("  Value error, ")
+        || body.contains("  Assertion failed, ")
 }
 
 /// Pydantic's summary line (`ValidationError: 1 validation error for ModelConfig`) defers to its
@@ -387,24 +382,33 @@ fn classify(rec: &Record, rules: &RuleSet) -> Option<(Class, Option<usize>, usiz
         noise_only = false;
         line_rules.sort_by_key(|&ri| std::cmp::Reverse(rules.rules()[ri].priority));
         // A line that says it reports a failure told elsewhere (`Worker failed with error '…',
-        // please check the stack trace above for the root cause`) is an echo, whatever the
-        // text it quotes: an echo rule of a higher priority than every other rule on the line
-        // decides it. The cause it quotes still names it (an excerpt may hold only the echo).
-        let echoes_a_cause = line_rules.first().is_some_and(|&top| {
-            let r = &rules.rules()[top];
-            r.role == Role::Echo
-                && line_rules.iter().any(|&o| rules.rules()[o].role != Role::Echo)
-                && line_rules.iter().all(|&o| {
-                    rules.rules()[o].role == Role::Echo || rules.rules()[o].priority < r.priority
-                })
+        // please check the stack trace above for the root cause`) is an echo, and one vLLM logs
+        // and goes on from (`Error retrieving safetensors: …`) is weak, whatever the text it
+        // quotes: a `wraps` rule decides the line's class. The cause it quotes still names it
+        // (an excerpt may hold only the echo).
+        let wrapper = line_rules
+            .iter()
+            .map(|&o| &rules.rules()[o])
+            .find(|r| r.wraps)
+            .map(|r| {
+                if r.role == Role::Weak {
+                    Class::Weak
+                } else {
+                    Class::Echo
+                }
+            });
+        let wrapper = wrapper.filter(|_| {
+            line_rules
+                .iter()
+                .any(|&o| rules.rules()[o].role == Role::Cause)
         });
-        if echoes_a_cause {
-            line_rules.retain(|&o| rules.rules()[o].role != Role::Echo);
+        if wrapper.is_some() {
+            line_rules.retain(|&o| rules.rules()[o].role == Role::Cause);
         }
         for &ri in &line_rules {
             let r = &rules.rules()[ri];
             let class = match r.role {
-                _ if echoes_a_cause => Class::Echo,
+                _ if wrapper.is_some() => wrapper.unwrap_or(Class::Echo),
                 Role::Cause => Class::Cause,
                 Role::Weak => Class::Weak,
                 Role::Echo => Class::Echo,
@@ -546,7 +550,13 @@ fn classify(rec: &Record, rules: &RuleSet) -> Option<(Class, Option<usize>, usiz
         return Some((Class::Cause, None, i));
     }
     if matches!(rec.level(), Some(Level::Error) | Some(Level::Critical)) {
-        return Some((Class::UnknownError, None, 0));
+        // The error record's own line (not an excerpt's elision mark before it).
+        let i = rec
+            .lines
+            .iter()
+            .position(|l| matches!(l.level, Some(Level::Error | Level::Critical)))
+            .unwrap_or(0);
+        return Some((Class::UnknownError, None, i));
     }
     None
 }
@@ -739,7 +749,12 @@ pub fn analyze_launch(
         let line = records[c.record].lines[c.quote].no;
         // Weak signals (a supervisor's report, watchdog timeouts) say nothing about causality
         // by their layer: the earliest wins.
-        let layer = if c.class == Class::Weak { 0 } else { c.layer };
+        // Nor do echoes: a later echo repeats an earlier one.
+        let layer = if matches!(c.class, Class::Weak | Class::Echo) {
+            0
+        } else {
+            c.layer
+        };
         // An error record without an exception and a traceback cut before its exception line
         // are both failures of unknown kind: the lower layer (a worker's report before the
         // engine's cut traceback) comes first.
@@ -813,15 +828,12 @@ pub fn analyze_launch(
         let root = &cands[ri];
         let rec = &records[root.record];
         let q = &rec.lines[root.quote];
-        let key = (root.id.clone(), normalize(&strip_to_message(&q.body)));
+        let key = (root.id.clone(), fold_key(&q.body));
         let mut ranks: Vec<String> = Vec::new();
         for &i in &order {
             let c = &cands[i];
             let r = &records[c.record];
-            let k = (
-                c.id.clone(),
-                normalize(&strip_to_message(&r.lines[c.quote].body)),
-            );
+            let k = (c.id.clone(), fold_key(&r.lines[c.quote].body));
             if k == key && c.class <= Class::UnknownError {
                 used[i] = true;
                 let name = r.process.clone().unwrap_or_else(|| "unknown".into());
@@ -830,10 +842,22 @@ pub fn analyze_launch(
                 }
             }
         }
-        // Ranks listed first-failing first; the root is the earliest line of the group.
+        // Ranks listed first-failing first; the root is the earliest line of the group that
+        // states the exception with its type (a `logger.exception(e)` record's bare message is
+        // the same failure, told before its traceback), else the earliest line.
         let mut group: Vec<usize> = (0..cands.len()).filter(|&i| used[i]).collect();
         group.sort_by_key(|&i| records[cands[i].record].lines[cands[i].quote].no);
-        let first = group.first().copied().unwrap_or(ri);
+        let typed = |i: &usize| {
+            let c = &cands[*i];
+            let l = &records[c.record].lines[c.quote];
+            l.role == LineRole::Exception || is_exception_statement(&l.body)
+        };
+        let first = group
+            .iter()
+            .copied()
+            .find(typed)
+            .or_else(|| group.first().copied())
+            .unwrap_or(ri);
         let fc = &cands[first];
         let frec = &records[fc.record];
         let fq = &frec.lines[fc.quote];
@@ -916,7 +940,7 @@ pub fn analyze_launch(
         let c = &cands[i];
         let r = &records[c.record];
         let q = &r.lines[c.quote];
-        let k = normalize(&strip_to_message(&q.body));
+        let k = fold_key(&q.body);
         if let Some(pos) = sec_keys.iter().position(|x| *x == k) {
             sec[pos].count += 1;
             continue;
@@ -1064,6 +1088,19 @@ fn fix_with_evidence(
 }
 
 /// The statement without log header (the body already lacks prefixes).
+/// What folds two reports of one failure together: the message without its exception type
+/// (V0's engine logs `logger.exception(e)` — the bare message — before the raw traceback ends
+/// in `ValueError: message`), digits as `#`.
+fn fold_key(body: &str) -> String {
+    let m = strip_to_message(body);
+    let m = if is_exception_like(&m) {
+        m.split_once(": ").map_or(m.as_str(), |(_, rest)| rest)
+    } else {
+        m.as_str()
+    };
+    normalize(m)
+}
+
 fn strip_to_message(body: &str) -> String {
     body.trim_start_matches(", ").trim().to_string()
 }
@@ -1082,7 +1119,7 @@ mod tests {
     #[test]
     fn an_exception_line_on_its_own_is_a_crash_on_that_line() {
         // An excerpt that kept only the last line of a traceback, behind a markdown quote.
-        let v = one("some context\n> RuntimeError: GPUs with compute capability below 7.0 are not supported.\n");
+        let v = one("some context\n> RuntimeError: the frobnicator is out of alignment.\n");
         assert_eq!(v.status, crate::Status::Crashed);
         let rc = v.root_cause.expect("a root cause");
         assert_eq!(rc.line, 2, "{rc:?}");

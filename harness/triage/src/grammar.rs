@@ -419,6 +419,30 @@ fn foreign_header(s: &str) -> Option<(Level, usize)> {
     Some((level, 23 + skipped + len))
 }
 
+/// The `tracing` crate's default format after its timestamp (which a container prefix took):
+/// `ERROR engine.run_mp_engine: NIXL_ERR_BACKEND` — a level word, spaces, a target, `: `.
+/// Wrappers written in Rust (Dynamo) log vLLM's failures this way.
+fn tracing_header(s: &str) -> Option<(Level, usize)> {
+    let sp = head(s, 8).find(' ')?;
+    let level = match &s[..sp] {
+        "ERROR" => Level::Error,
+        "WARN" => Level::Warning,
+        "INFO" => Level::Info,
+        "DEBUG" | "TRACE" => Level::Debug,
+        _ => return None,
+    };
+    let rest = s[sp..].trim_start_matches(' ');
+    let target_len = rest.find(": ")?;
+    let target = &rest[..target_len];
+    let well_formed = !target.is_empty()
+        && target.len() <= 80
+        && target.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
+        && target
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | ':'));
+    well_formed.then(|| (level, s.len() - rest.len() + target_len + 2))
+}
+
 /// Whether a log header or process prefix starts somewhere inside `body` (two writers' bytes
 /// in one line).
 fn has_inner_header(body: &str, own_pid: Option<u32>) -> bool {
@@ -497,6 +521,17 @@ pub fn parse_line_in<'a>(raw: &'a [u8], layers: &Layers) -> ParsedLine<'a> {
     }
 }
 
+/// Whether `rest` is a layer alone whose trailing space was trimmed (`vllm-1  |`, `[serve]`):
+/// `len` measures a layer at the start of a string. Only short text ending in a wrapper's
+/// punctuation is tried (no allocation for ordinary lines).
+fn layer_alone(rest: &str, len: impl Fn(&str) -> usize) -> bool {
+    if rest.is_empty() || rest.len() >= 120 || !rest.ends_with(['|', ':', ']', '>', 'Z']) {
+        return false;
+    }
+    let padded = format!("{rest} ");
+    len(&padded) == padded.len()
+}
+
 fn parse_str<'a>(t: &'a str, layers: &Layers) -> ParsedLine<'a> {
     let mut rest = t;
     let mut container = 0;
@@ -504,6 +539,13 @@ fn parse_str<'a>(t: &'a str, layers: &Layers) -> ParsedLine<'a> {
         let mut n = container_prefix_len(rest);
         if n == 0 {
             n = layers.outer_len(rest);
+        }
+        // A blank line of the wrapped log: the layer alone, its trailing space trimmed
+        // (`vllm-1  |`). Its body is empty, as the unwrapped line's is.
+        if n == 0 && layer_alone(rest, |p| layers.outer_len(p).max(container_prefix_len(p))) {
+            container += rest.len();
+            rest = "";
+            break;
         }
         if n == 0 || n >= rest.len() {
             break;
@@ -522,9 +564,21 @@ fn parse_str<'a>(t: &'a str, layers: &Layers) -> ParsedLine<'a> {
     }
     // A wrapper's tag after the process prefix (`(APIServer pid=1) [serve] …`) also stands
     // alone on the lines that have no process prefix.
-    let n = layers.inner_len(rest);
+    // And a tag learned at the start of the lines without a process prefix stands after the
+    // prefix on the lines that have one.
+    let tag_len = |r: &str| {
+        let n = layers.inner_len(r);
+        if n == 0 && prefixes > 0 {
+            layers.outer_len(r)
+        } else {
+            n
+        }
+    };
+    let n = tag_len(rest);
     if n > 0 && n < rest.len() {
         rest = &rest[n..];
+    } else if n == 0 && layer_alone(rest, tag_len) {
+        rest = "";
     }
     // `[repeated 7x across cluster]`
     let mut repeated = None;
@@ -595,7 +649,7 @@ fn parse_str<'a>(t: &'a str, layers: &Layers) -> ParsedLine<'a> {
             out.pid = npid;
         }
         out.body = Cow::Borrowed(&rest[len..]);
-    } else if let Some((level, len)) = foreign_header(rest) {
+    } else if let Some((level, len)) = foreign_header(rest).or_else(|| tracing_header(rest)) {
         out.level = Some(level);
         out.header = HeaderKind::Foreign;
         out.body = Cow::Borrowed(&rest[len..]);

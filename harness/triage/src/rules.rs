@@ -34,6 +34,11 @@ pub struct Rule {
     pub frames: Option<Regex>,
     pub prefer: Option<Regex>,
     pub any_level: bool,
+    /// An echo or weak rule that decides its line whatever cause rule also matches it: the line
+    /// reports a failure told elsewhere (`… please check the stack trace above for the root
+    /// cause`), or one vLLM logs and survives (`Error retrieving safetensors: …`); the cause it
+    /// quotes only names it.
+    pub wraps: bool,
     pub hung: bool,
     pub priority: i32,
     pub layer: Option<String>,
@@ -63,6 +68,8 @@ struct RawRule {
     prefer: Option<String>,
     #[serde(default)]
     any_level: bool,
+    #[serde(default)]
+    wraps: bool,
     status: Option<String>,
     priority: Option<i32>,
     layer: Option<String>,
@@ -197,6 +204,13 @@ fn parse(text: &str, source: &str, user: bool) -> Result<Vec<Rule>, RuleError> {
         let compile = |what: &str, s: &str| {
             Regex::new(s).map_err(|e| err(format!("rule {} ({}): bad {what}: {e}", n + 1, r.id)))
         };
+        if r.wraps && !matches!(role, Role::Echo | Role::Weak) {
+            return Err(err(format!(
+                "rule {} ({}): `wraps` is for echo and weak rules",
+                n + 1,
+                r.id
+            )));
+        }
         let hung = match r.status.as_deref() {
             None | Some("crashed") => false,
             Some("hung") => true,
@@ -223,6 +237,7 @@ fn parse(text: &str, source: &str, user: bool) -> Result<Vec<Rule>, RuleError> {
                 .map(|f| compile("prefer", f))
                 .transpose()?,
             any_level: r.any_level,
+            wraps: r.wraps,
             hung,
             priority: r.priority.unwrap_or(50) + if user { 1 } else { 0 },
             layer: r.layer,

@@ -127,6 +127,11 @@ fn is_exception_like(body: &str) -> bool {
 /// A line that states a raised exception on its own: `Type: message` whose type names an
 /// exception (`…Error`, `…Exception`, `KeyboardInterrupt`, `SystemExit`), or pydantic's
 /// `Value error, …` detail of a config `ValidationError`. Outside a traceback this is an excerpt
+/// An excerpt's mark for text left out (`[...]`, `...`, `…`).
+pub fn is_elision(body: &str) -> bool {
+    matches!(body.trim(), "[...]" | "[…]" | "..." | "…")
+}
+
 /// that kept only the last line, or a wrapper re-printing the error.
 pub fn is_exception_statement(body: &str) -> bool {
     let body = body.trim_start_matches(['`', '>', ' ']);
@@ -390,7 +395,8 @@ impl Assembler {
                     o.rec.lines.push(mk(LineRole::Source));
                     return;
                 }
-                if body.is_empty() {
+                // An excerpt's elision inside a traceback leaves out frames, not its end.
+                if body.is_empty() || is_elision(body) {
                     return;
                 }
                 if is_traceback_start(body) {
@@ -470,7 +476,15 @@ impl Assembler {
             return;
         }
         let error_level = matches!(p.level, Some(Level::Error) | Some(Level::Critical));
-        if error_level || is_candidate || is_exception_statement(body) || is_tool_fatal(body) {
+        // NCCL's error text ends with `Last error:` and the detail on the next line; kept as a
+        // record of its own so that the detail can be told from a line of its own.
+        let nccl_last_error = body.trim_end() == "Last error:";
+        if error_level
+            || is_candidate
+            || is_exception_statement(body)
+            || is_tool_fatal(body)
+            || nccl_last_error
+        {
             self.start(p, key, mk(LineRole::Head), State::Head);
         }
     }

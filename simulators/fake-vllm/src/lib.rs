@@ -471,6 +471,7 @@ fn adhoc_scenario(args: &ServeArgs) -> Scenario {
         host: Host::default(),
         faults: Vec::new(),
         variants: Vec::new(),
+        renderings: Vec::new(),
         expect: Expect {
             status: "ready".into(),
             root_cause: None,

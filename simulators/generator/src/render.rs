@@ -471,6 +471,48 @@ fn healthy_launch(rng: &mut Rng, t: SimTime) -> Vec<String> {
 mod tests {
     use super::*;
 
+    /// A scenario's renderings carry the truth: its root-cause line is the rendered line that
+    /// shows the original one, and its text is that line's.
+    #[test]
+    fn a_scenario_rendering_carries_the_truth_to_the_rendered_line() {
+        let plain = crate::Scenario::load(std::path::Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../scenarios/crash/fp8-kv-sm120.toml"
+        )))
+        .expect("scenario");
+        for names in [
+            &["kubectl-prefix", "excerpt-elided"][..],
+            &["journald", "crlf"],
+            &["prepend-healthy-launch"],
+            &["lost-newlines"],
+        ] {
+            let mut s = plain.clone();
+            s.renderings = names.iter().map(|n| Rendering::parse(n).unwrap()).collect();
+            for seed in 0..4 {
+                let opts = crate::SimOptions {
+                    seed: Seed(seed),
+                    size_bytes: None,
+                    vllm: None,
+                };
+                let (bytes, truth) = crate::simulate_to_vec(&s, &opts);
+                let rc = truth.root_cause.as_ref().expect("a root cause");
+                let line = bytes
+                    .split(|&b| b == b'\n')
+                    .nth(rc.line as usize - 1)
+                    .expect("the line exists");
+                assert_eq!(
+                    vocab::truth::clean_line(line),
+                    rc.text,
+                    "{names:?} seed {seed}"
+                );
+                let (_, plain_truth) = crate::simulate_to_vec(&plain, &opts);
+                assert_eq!(rc.id, plain_truth.root_cause.as_ref().unwrap().id);
+                let extra = usize::from(names.contains(&"prepend-healthy-launch"));
+                assert_eq!(truth.launches.len(), plain_truth.launches.len() + extra);
+            }
+        }
+    }
+
     const LOG: &[u8] = b"INFO 01-28 14:02:16 [model.py:541] Resolved architecture\n\
 (EngineCore_DP0 pid=7) ERROR 01-28 14:02:17 [core.py:708] Traceback (most recent call last):\n\
 (EngineCore_DP0 pid=7) ERROR 01-28 14:02:17 [core.py:708]   File \"/x/core.py\", line 1, in f\n\

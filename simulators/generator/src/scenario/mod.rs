@@ -106,6 +106,9 @@ pub struct Scenario {
     pub faults: Vec<Fault>,
     /// The same case on older releases, oldest bound first.
     pub variants: Vec<Variant>,
+    /// How the log is shown (a collector's prefix, an excerpt, …), applied in order to the
+    /// simulated text; text runner and `faultkit simulate` only.
+    pub renderings: Vec<crate::render::Rendering>,
     pub expect: Expect,
 }
 
@@ -237,6 +240,32 @@ impl Scenario {
                 }
                 if out.is_empty() {
                     return Err(loc.at(r.span(), "runners must not be empty"));
+                }
+                out
+            }
+        };
+        let renderings = match &raw.render {
+            None => Vec::new(),
+            Some(r) => {
+                let mut out = Vec::new();
+                for name in r.get_ref() {
+                    out.push(crate::render::Rendering::parse(name).ok_or_else(|| {
+                        loc.at(
+                            r.span(),
+                            format!(
+                                "unknown rendering `{name}` (known: {})",
+                                crate::render::Rendering::names()
+                            ),
+                        )
+                    })?);
+                }
+                // A rendering describes how a file shows the log; the process and container
+                // runners play the scenario as processes, which it does not describe.
+                if !out.is_empty() && runners.iter().any(|r| *r != Runner::Text) {
+                    return Err(loc.at(
+                        r.span(),
+                        "render applies to the text runner only: remove the process and container runners, or the renderings",
+                    ));
                 }
                 out
             }
@@ -452,6 +481,7 @@ impl Scenario {
             host,
             faults,
             variants,
+            renderings,
             expect,
         };
         if let Some(why) = s.unmodelled(s.vllm) {
@@ -596,6 +626,35 @@ process = "Worker_TP*"
         let bad = format!("{GOOD}\nbogus = 1\n");
         let e = Scenario::from_toml(Path::new("x.toml"), &bad).unwrap_err();
         assert!(e.message.contains("unknown field"), "{e}");
+    }
+
+    #[test]
+    fn renderings_are_checked_and_kept_in_order() {
+        let with = |line: &str| GOOD.replace("[expect]", &format!("{line}\n[expect]"));
+        let s = Scenario::from_toml(
+            Path::new("x.toml"),
+            &with("render = [\"kubectl-prefix\", \"excerpt-elided\"]"),
+        )
+        .unwrap();
+        assert_eq!(
+            s.renderings,
+            vec![
+                crate::render::Rendering::Kubectl,
+                crate::render::Rendering::ExcerptElided
+            ]
+        );
+        let e =
+            Scenario::from_toml(Path::new("x.toml"), &with("render = [\"sideways\"]")).unwrap_err();
+        assert_eq!((e.line, e.column), (7, 10), "{e}");
+        assert!(e.message.contains("unknown rendering `sideways`"), "{e}");
+        assert!(e.message.contains("kubectl-prefix"), "{e}");
+        let e = Scenario::from_toml(
+            Path::new("x.toml"),
+            &with("runners = [\"text\", \"process\"]\nrender = [\"crlf\"]"),
+        )
+        .unwrap_err();
+        assert_eq!(e.line, 8, "{e}");
+        assert!(e.message.contains("text runner only"), "{e}");
     }
 
     #[test]

@@ -28,6 +28,9 @@ pub struct RawScenario {
     pub faults: Vec<Spanned<RawFault>>,
     #[serde(default)]
     pub variant: Vec<Spanned<RawVariant>>,
+    /// Renderings applied to the simulated log, in order (`render = ["kubectl-prefix"]`).
+    #[serde(default)]
+    pub render: Option<Spanned<Vec<String>>>,
     pub expect: Spanned<RawExpect>,
 }
 

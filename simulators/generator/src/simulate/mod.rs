@@ -68,8 +68,87 @@ fn memchr_count(b: &[u8]) -> u64 {
     bytecount::count(b, b'\n') as u64
 }
 
-/// Simulate `s` and write the log to `out`.
+/// Simulate `s` and write the log to `out`, shown as the scenario's renderings say.
 pub fn simulate(s: &Scenario, opts: &SimOptions, out: &mut dyn Write) -> io::Result<Truth> {
+    if s.renderings.is_empty() {
+        return simulate_plain(s, opts, out);
+    }
+    let mut buf = Vec::new();
+    let mut truth = simulate_plain(s, opts, &mut buf)?;
+    for (i, &r) in s.renderings.iter().enumerate() {
+        let focus = truth.root_cause.as_ref().map(|rc| rc.line);
+        let shown = crate::render::render(&buf, r, focus, opts.seed.derive("render", i as u64));
+        follow_rendering(&mut truth, &shown, r);
+        buf = shown.bytes;
+    }
+    out.write_all(&buf)?;
+    Ok(truth)
+}
+
+/// Carry the truth through a rendering: its lines are where the rendering shows the original
+/// ones; a prepended healthy launch is one more (stopped) launch before the others.
+fn follow_rendering(
+    truth: &mut Truth,
+    shown: &crate::render::Rendered,
+    r: crate::render::Rendering,
+) {
+    let new_of = |no: u64| shown.new_line_of(no);
+    // The first new line showing an original line at or after `no` (or before it, at the end).
+    let at_or_after = |no: u64| {
+        shown
+            .origin
+            .iter()
+            .position(|o| o.iter().any(|&l| l >= no))
+            .map(|i| i as u64 + 1)
+            .unwrap_or(shown.origin.len() as u64)
+    };
+    let at_or_before = |no: u64| {
+        shown
+            .origin
+            .iter()
+            .rposition(|o| o.iter().any(|&l| l <= no))
+            .map(|i| i as u64 + 1)
+            .unwrap_or(1)
+    };
+    for l in &mut truth.launches {
+        l.first_line = at_or_after(l.first_line);
+        l.last_line = at_or_before(l.last_line).max(l.first_line);
+    }
+    if let Some(rc) = truth.root_cause.as_mut() {
+        if let Some(no) = new_of(rc.line) {
+            rc.line = no;
+            let text = shown
+                .bytes
+                .split(|&b| b == b'\n')
+                .nth(no as usize - 1)
+                .unwrap_or_default();
+            rc.text = clean_line(text);
+        }
+    }
+    if r == crate::render::Rendering::PrependHealthyLaunch {
+        let first = truth.launches.first().map_or(1, |l| l.first_line);
+        if first > 1 {
+            for l in &mut truth.launches {
+                l.index += 1;
+            }
+            truth.launches.insert(
+                0,
+                TruthLaunch {
+                    index: 0,
+                    first_line: 1,
+                    last_line: first - 1,
+                    pids: Vec::new(),
+                    status: "stopped".into(),
+                },
+            );
+            if let Some(i) = truth.launch.as_mut() {
+                *i += 1;
+            }
+        }
+    }
+}
+
+fn simulate_plain(s: &Scenario, opts: &SimOptions, out: &mut dyn Write) -> io::Result<Truth> {
     let s = s.at_version(opts.vllm.unwrap_or(s.vllm));
     let seed = opts.seed;
     let mut rng = seed.derive("file", 0).rng();

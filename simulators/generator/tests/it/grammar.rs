@@ -178,7 +178,10 @@ fn check(s: &Scenario, log: &[u8]) -> Result<(), String> {
 
 #[test]
 fn every_line_of_every_scenario_is_grammatical() {
-    for s in scenarios() {
+    for mut s in scenarios() {
+        // The grammar is vLLM's own output; a scenario's renderings (a collector's prefix, an
+        // excerpt) are checked by the render module's tests, on this same text.
+        s.renderings.clear();
         for seed in 0..3 {
             let (log, _) = simulate_to_vec(
                 &s,
