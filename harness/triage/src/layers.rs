@@ -56,6 +56,9 @@ impl Layers {
         let mut outer: Vec<(Shape, usize)> = Vec::new();
         let mut inner: Vec<(Shape, usize)> = Vec::new();
         let mut anchored = 0usize;
+        // What follows the process prefixes on every line that has them (a short excerpt has
+        // too few anchored lines to learn a wrapper's tag from alone).
+        let mut after_prefix: Vec<String> = Vec::new();
         let count =
             |list: &mut Vec<(Shape, usize)>, s: Shape| match list.iter_mut().find(|(x, _)| *x == s)
             {
@@ -78,6 +81,12 @@ impl Layers {
                 continue;
             };
             anchored += 1;
+            if after_prefix.len() < 64 {
+                let rest = skip_process_prefixes(&t[pos..]);
+                if rest.len() < t.len() - pos {
+                    after_prefix.push(rest.chars().take(PREFIX_MAX).collect());
+                }
+            }
             if pos > 0 && pos <= PREFIX_MAX {
                 count(&mut outer, shape(&t[..pos]));
             }
@@ -108,9 +117,23 @@ impl Layers {
             out.sort_by_key(|s| std::cmp::Reverse(s.len()));
             out
         };
+        let mut inner_kept = accept(inner.clone());
+        // A tag seen in front of anchored text after the process prefix, and in front of the
+        // text of every process-prefixed line of a short input (at least three), is a layer.
+        if after_prefix.len() >= 3 {
+            for (sh, _) in &inner {
+                if !inner_kept.contains(sh)
+                    && is_wrapper_like(sh)
+                    && after_prefix.iter().all(|r| matches(sh, r).is_some())
+                {
+                    inner_kept.push(sh.clone());
+                }
+            }
+            inner_kept.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        }
         Layers {
             outer: accept(outer),
-            inner: accept(inner),
+            inner: inner_kept,
         }
     }
 

@@ -267,6 +267,31 @@ mod tests {
         }
     }
 
+    /// Every built-in rule says where its text comes from (vLLM's, a library's or a tool's
+    /// source, or the real logs it was read from): a `# Source:` comment right above it.
+    #[test]
+    fn every_builtin_rule_names_its_source() {
+        let lines: Vec<&str> = BUILTIN.lines().collect();
+        let mut unsourced = Vec::new();
+        for (i, l) in lines.iter().enumerate() {
+            if l.trim() != "[[rule]]" {
+                continue;
+            }
+            let sourced = lines[..i]
+                .iter()
+                .rev()
+                .take_while(|c| c.starts_with('#'))
+                .any(|c| c.starts_with("# Source:"));
+            if !sourced {
+                unsourced.push(i + 1);
+            }
+        }
+        assert!(
+            unsourced.is_empty(),
+            "rules without a `# Source:` comment at lines {unsourced:?} of signatures.toml"
+        );
+    }
+
     #[test]
     fn headline_matches_fp8_rule() {
         let set = RuleSet::builtin();
