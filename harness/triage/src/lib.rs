@@ -100,6 +100,9 @@ struct Launch {
     start: usize,
     end: usize,
     pid: Option<u32>,
+    /// The pid is the API server's (not an engine's that started with no API server before it
+    /// in the text).
+    api_pid: bool,
 }
 
 fn launches_of(b: &[u8], bounds: &[segment::Boundary]) -> Vec<Launch> {
@@ -115,6 +118,7 @@ fn launches_of(b: &[u8], bounds: &[segment::Boundary]) -> Vec<Launch> {
             start: 0,
             end: first,
             pid: None,
+            api_pid: false,
         });
     }
     for (i, bd) in bounds.iter().enumerate() {
@@ -123,6 +127,7 @@ fn launches_of(b: &[u8], bounds: &[segment::Boundary]) -> Vec<Launch> {
             start: bd.offset,
             end,
             pid: bd.pid,
+            api_pid: bd.mark != segment::Mark::Engine,
         });
     }
     out
@@ -232,7 +237,7 @@ pub fn triage(b: &[u8], opts: &Options<'_>) -> Output {
             start: l.start,
             end: l.end,
             first_line: line_base,
-            launch_pid: l.pid,
+            launch_pid: l.pid.filter(|_| l.api_pid),
         };
         let mut d = Vec::new();
         let mut a = analyze_launch(b, &region, opts.rules, &sc, &layers, opts.explain, &mut d);
@@ -244,6 +249,7 @@ pub fn triage(b: &[u8], opts: &Options<'_>) -> Output {
                     start: off,
                     end: l.end,
                     pid: None,
+                    api_pid: false,
                 },
             );
             launches[i].end = off;
