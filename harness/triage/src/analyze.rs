@@ -429,6 +429,9 @@ fn classify(rec: &Record, rules: &RuleSet) -> Option<(Class, Option<usize>, usiz
                             match (pref, line.role) {
                                 (true, _) => 0,
                                 (false, LineRole::Exception) => 1,
+                                // A typed statement among a record's message lines (a paste
+                                // that lost its newlines) is its exception line.
+                                (false, LineRole::Head) if is_exception_statement(&line.body) => 1,
                                 (false, LineRole::Head | LineRole::TracebackStart) => 2,
                                 (false, LineRole::Continuation) => 3,
                                 _ => 4,
