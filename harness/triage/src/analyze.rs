@@ -461,7 +461,8 @@ fn classify(rec: &Record, rules: &RuleSet) -> Option<(Class, Option<usize>, usiz
             && !rules.rules()[ri].any_level;
         let class = if bare { Class::BareCause } else { class };
         // A rule that matched the continuation of an exception's message (the output a
-        // `RuntimeError: Ninja build failed. Ninja output:` carries) names the cause; the line
+        // `RuntimeError: Ninja build failed. Ninja output:` carries, or the runtime's detail
+        // after a failed call: CANN's `EE1001: … invalid device=3`) names the cause; the line
         // is the exception's own.
         let li = match rec.lines[..li]
             .iter()
@@ -469,7 +470,11 @@ fn classify(rec: &Record, rules: &RuleSet) -> Option<(Class, Option<usize>, usiz
         {
             Some(e)
                 if rec.lines[li].role == LineRole::Continuation
-                    && rec.lines[e].body.trim_end().ends_with(':') =>
+                    && (rec.lines[e].body.trim_end().ends_with(':')
+                        || rules
+                            .matches(&rec.lines[e].body)
+                            .iter()
+                            .any(|&o| rules.rules()[o].role == Role::Cause)) =>
             {
                 e
             }
@@ -699,7 +704,15 @@ pub fn analyze_launch(
                     evidence.insert("use_mla".into(), serde_json::Value::Bool(mla == "True"));
                 }
             }
-            let rule_hit = !rules.matches(body).is_empty();
+            // An info or debug record can only be named by a rule that matches at any level
+            // (unless it states an exception): most lines of a log are such records.
+            let rule_hit = if matches!(p.level, Some(Level::Info | Level::Debug))
+                && !is_exception_statement(body)
+            {
+                rules.any_level_match(body)
+            } else {
+                !rules.matches(body).is_empty()
+            };
             let text = super::clean_text(line.bytes);
             asm.push(line.no, line.offset, text, &p, rule_hit);
         }

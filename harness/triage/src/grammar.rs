@@ -207,8 +207,8 @@ pub(crate) fn container_prefix_len(s: &str) -> usize {
     {
         return if b.get(21) == Some(&b' ') { 22 } else { 21 };
     }
-    // docker compose: `vllm-1  | `
-    if let Some(bar) = s.find(" | ") {
+    // docker compose: `vllm-1  | ` (the name is short: no need to search the whole line)
+    if let Some(bar) = head(s, 68).find(" | ") {
         let name = s[..bar].trim_end();
         if bar < 64
             && !name.is_empty()
@@ -432,7 +432,7 @@ fn tracing_header(s: &str) -> Option<(Level, usize)> {
         _ => return None,
     };
     let rest = s[sp..].trim_start_matches(' ');
-    let target_len = rest.find(": ")?;
+    let target_len = head(rest, 84).find(": ")?;
     let target = &rest[..target_len];
     let well_formed = !target.is_empty()
         && target.len() <= 80

@@ -170,14 +170,16 @@ fn nth_newline_back(b: &[u8], n: usize) -> Option<usize> {
 fn anchor(t: &str) -> Option<usize> {
     let limit = t.len().min(PREFIX_MAX + 1);
     let bytes = t.as_bytes();
+    // Searched once per line, not at every position.
+    let cli = t.contains(": error: ") || t.contains("usage: ");
     (0..limit).find(|&i| {
         t.is_char_boundary(i)
             && (i == 0 || !bytes[i - 1].is_ascii_alphanumeric())
-            && is_anchor_at(&t[i..])
+            && is_anchor_at(&t[i..], cli)
     })
 }
 
-fn is_anchor_at(s: &str) -> bool {
+fn is_anchor_at(s: &str, cli: bool) -> bool {
     // Text starts at a non-space (a frame's own indentation excepted): the space before it
     // belongs to the prefix.
     if s.starts_with([' ', '\t', '>', '`']) {
@@ -190,7 +192,7 @@ fn is_anchor_at(s: &str) -> bool {
         || (s.starts_with("[rank") && s[5..].starts_with(|c: char| c.is_ascii_digit()))
         || s.starts_with("  File \"")
         || is_exception_statement(s)
-        || is_cli_error_at(s)
+        || (cli && is_cli_error_at(s))
 }
 
 /// argparse's `usage: vllm serve …` and `vllm serve: error: …` lines.
@@ -198,7 +200,13 @@ fn is_cli_error_at(s: &str) -> bool {
     if s.starts_with("usage: ") {
         return true;
     }
-    match s.find(": error: ") {
+    // The program name is short: look no further than its bound (this runs at every position
+    // of a sampled line).
+    let end = s.len().min(70);
+    let end = (end..=s.len())
+        .find(|&e| s.is_char_boundary(e))
+        .unwrap_or(s.len());
+    match s[..end].find(": error: ") {
         Some(p) if p > 0 && p < 60 => s[..p]
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | ' ' | '/')),

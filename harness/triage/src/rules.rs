@@ -25,14 +25,54 @@ pub enum Role {
     Noise,
 }
 
-/// One compiled rule.
+/// A regex compiled when it is first used: the built-in set has about two hundred, and a run
+/// meets the literals of a few (startup stays what one rule costs, not what all of them cost).
+/// User rules are compiled when they are read, so that a bad pattern is reported with its rule.
+#[derive(Clone, Debug)]
+pub struct LazyRegex {
+    src: String,
+    re: OnceLock<Regex>,
+}
+
+impl LazyRegex {
+    fn lazy(src: &str) -> LazyRegex {
+        LazyRegex {
+            src: src.to_string(),
+            re: OnceLock::new(),
+        }
+    }
+
+    fn compiled(src: &str) -> Result<LazyRegex, regex::Error> {
+        let re = Regex::new(src)?;
+        Ok(LazyRegex {
+            src: src.to_string(),
+            re: OnceLock::from(re),
+        })
+    }
+
+    pub fn get(&self) -> &Regex {
+        self.re.get_or_init(|| {
+            Regex::new(&self.src).expect("built-in rule patterns compile (checked by tests)")
+        })
+    }
+
+    pub fn is_match(&self, s: &str) -> bool {
+        self.get().is_match(s)
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.src
+    }
+}
+
+/// One rule.
 #[derive(Clone, Debug)]
 pub struct Rule {
     pub id: String,
     pub role: Role,
-    pub regex: Regex,
-    pub frames: Option<Regex>,
-    pub prefer: Option<Regex>,
+    pub regex: LazyRegex,
+    pub frames: Option<LazyRegex>,
+    pub prefer: Option<LazyRegex>,
     pub any_level: bool,
     /// An echo or weak rule that decides its line whatever cause rule also matches it: the line
     /// reports a failure told elsewhere (`… please check the stack trace above for the root
@@ -101,6 +141,11 @@ pub struct RuleSet {
     by_literal: Vec<Vec<usize>>,
     /// Rules without literals: always run.
     always: Vec<usize>,
+    /// The literals of the rules that match at any level (info and warning records): most
+    /// lines of a log are info records, which only these rules can name.
+    ac_any_level: AhoCorasick,
+    /// For each of those literals, the rules it selects.
+    by_any_level_literal: Vec<Vec<usize>>,
 }
 
 const BUILTIN: &str = include_str!("../rules/signatures.toml");
@@ -147,11 +192,27 @@ impl RuleSet {
             }
         }
         let ac = AhoCorasick::new(&literals).expect("literals build an automaton");
+        let mut any_literals: Vec<String> = Vec::new();
+        let mut by_any_level_literal: Vec<Vec<usize>> = Vec::new();
+        for (i, rule) in rules.iter().enumerate().filter(|(_, r)| r.any_level) {
+            for l in &rule.literals {
+                match any_literals.iter().position(|x| x == l) {
+                    Some(p) => by_any_level_literal[p].push(i),
+                    None => {
+                        any_literals.push(l.clone());
+                        by_any_level_literal.push(vec![i]);
+                    }
+                }
+            }
+        }
+        let ac_any_level = AhoCorasick::new(&any_literals).expect("literals build an automaton");
         RuleSet {
             rules,
             ac,
             by_literal,
             always,
+            ac_any_level,
+            by_any_level_literal,
         }
     }
 
@@ -159,8 +220,26 @@ impl RuleSet {
         &self.rules
     }
 
+    /// Whether a rule that matches at any level (`any_level`) matches `line`: all that an info
+    /// record can be named by.
+    pub fn any_level_match(&self, line: &str) -> bool {
+        if !self.always.is_empty() {
+            return self.matches(line).iter().any(|&i| self.rules[i].any_level);
+        }
+        self.ac_any_level.find_overlapping_iter(line).any(|m| {
+            self.by_any_level_literal[m.pattern().as_usize()]
+                .iter()
+                .any(|&i| self.rules[i].regex.is_match(line))
+        })
+    }
+
     /// Indices of rules whose regex matches `line`.
     pub fn matches(&self, line: &str) -> Vec<usize> {
+        // Most lines hold no literal at all: one unanchored search (the automaton's prefilter)
+        // answers that without the overlapping walk.
+        if self.always.is_empty() && !self.ac.is_match(line) {
+            return Vec::new();
+        }
         let mut cand: Vec<usize> = self.always.clone();
         for m in self.ac.find_overlapping_iter(line) {
             cand.extend_from_slice(&self.by_literal[m.pattern().as_usize()]);
@@ -201,8 +280,15 @@ fn parse(text: &str, source: &str, user: bool) -> Result<Vec<Rule>, RuleError> {
         if r.id.trim().is_empty() {
             return Err(err(format!("rule {}: empty id", n + 1)));
         }
+        // The built-in patterns are checked by a test and compiled on first use; a user's are
+        // compiled now, so that a bad one is reported with its rule.
         let compile = |what: &str, s: &str| {
-            Regex::new(s).map_err(|e| err(format!("rule {} ({}): bad {what}: {e}", n + 1, r.id)))
+            if user {
+                LazyRegex::compiled(s)
+                    .map_err(|e| err(format!("rule {} ({}): bad {what}: {e}", n + 1, r.id)))
+            } else {
+                Ok(LazyRegex::lazy(s))
+            }
         };
         if r.wraps && !matches!(role, Role::Echo | Role::Weak) {
             return Err(err(format!(
@@ -264,6 +350,28 @@ mod tests {
                     .any(|r| &r.id == id && r.role != Role::Noise),
                 "no rule for taxonomy id {id}"
             );
+        }
+    }
+
+    /// Built-in patterns are compiled on first use: every one must compile.
+    #[test]
+    fn every_builtin_pattern_compiles() {
+        for (i, r) in RuleSet::builtin().rules().iter().enumerate() {
+            for (what, re) in [
+                ("regex", Some(&r.regex)),
+                ("frames", r.frames.as_ref()),
+                ("prefer", r.prefer.as_ref()),
+            ] {
+                if let Some(re) = re {
+                    assert!(
+                        Regex::new(re.as_str()).is_ok(),
+                        "built-in rule {} ({}): bad {what}: {}",
+                        i + 1,
+                        r.id,
+                        re.as_str()
+                    );
+                }
+            }
         }
     }
 

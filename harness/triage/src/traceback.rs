@@ -138,18 +138,19 @@ pub fn is_exception_statement(body: &str) -> bool {
     if body.starts_with("Value error, ") {
         return true;
     }
-    let Some((head, _)) = body.split_once(": ") else {
+    // The type is the run of name characters at the start, right before the first `: ` (read
+    // without searching the rest of the line: this runs at every position of a line when
+    // prefixes are learned).
+    let b = body.as_bytes();
+    let n = b
+        .iter()
+        .take(120)
+        .take_while(|c| c.is_ascii_alphanumeric() || **c == b'.' || **c == b'_')
+        .count();
+    if n == 0 || n >= 120 || !b[0].is_ascii_alphabetic() || !body[n..].starts_with(": ") {
         return matches!(body.trim_end(), "KeyboardInterrupt" | "SystemExit");
-    };
-    if head.is_empty()
-        || head.len() >= 120
-        || !head.starts_with(|c: char| c.is_ascii_alphabetic())
-        || !head
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '_')
-    {
-        return false;
     }
+    let head = &body[..n];
     let ty = head.rsplit('.').next().unwrap_or(head);
     ty.ends_with("Error")
         || ty.ends_with("Exception")
