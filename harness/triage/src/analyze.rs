@@ -180,7 +180,6 @@ fn prefer_the_detail(order: &mut [usize], cands: &[Candidate], records: &[Record
     let c = &cands[first];
     let q = &records[c.record].lines[c.quote];
     if !is_pydantic_summary(&q.body) {
-        prefer_the_last_error(order, cands, records);
         return;
     }
     let detail = order.iter().position(|&i| {
@@ -407,12 +406,12 @@ fn classify(rec: &Record, rules: &RuleSet) -> Option<(Class, Option<usize>, usiz
         }
         for &ri in &line_rules {
             let r = &rules.rules()[ri];
-            let class = match r.role {
-                _ if wrapper.is_some() => wrapper.unwrap_or(Class::Echo),
-                Role::Cause => Class::Cause,
-                Role::Weak => Class::Weak,
-                Role::Echo => Class::Echo,
-                Role::Noise => continue,
+            let class = match (wrapper, r.role) {
+                (Some(w), _) => w,
+                (None, Role::Cause) => Class::Cause,
+                (None, Role::Weak) => Class::Weak,
+                (None, Role::Echo) => Class::Echo,
+                (None, Role::Noise) => continue,
             };
             let key = (class, -r.priority);
             let better = match best.get(&key) {
@@ -784,6 +783,7 @@ pub fn analyze_launch(
     defer_to_the_dead(&mut order, &cands, &records);
     prefer_the_exception(&mut order, &cands, &records);
     prefer_the_detail(&mut order, &cands, &records);
+    prefer_the_last_error(&mut order, &cands, &records);
 
     if explain {
         for &i in &order {

@@ -117,6 +117,26 @@ struct RawRule {
     fix: Option<String>,
 }
 
+/// An automaton over the literals of the rules `keep` selects, and for each literal the rules it
+/// selects.
+fn literal_index(rules: &[Rule], keep: impl Fn(&Rule) -> bool) -> (AhoCorasick, Vec<Vec<usize>>) {
+    let mut literals: Vec<&str> = Vec::new();
+    let mut by_literal: Vec<Vec<usize>> = Vec::new();
+    for (i, rule) in rules.iter().enumerate().filter(|(_, r)| keep(r)) {
+        for l in &rule.literals {
+            match literals.iter().position(|x| x == l) {
+                Some(p) => by_literal[p].push(i),
+                None => {
+                    literals.push(l);
+                    by_literal.push(vec![i]);
+                }
+            }
+        }
+    }
+    let ac = AhoCorasick::new(&literals).expect("literals build an automaton");
+    (ac, by_literal)
+}
+
 /// A rule file problem.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RuleError {
@@ -174,38 +194,11 @@ impl RuleSet {
     }
 
     fn from_rules(rules: Vec<Rule>) -> RuleSet {
-        let mut literals: Vec<String> = Vec::new();
-        let mut by_literal: Vec<Vec<usize>> = Vec::new();
-        let mut always = Vec::new();
-        for (i, rule) in rules.iter().enumerate() {
-            if rule.literals.is_empty() {
-                always.push(i);
-            }
-            for l in rule.literals.iter().cloned() {
-                match literals.iter().position(|x| *x == l) {
-                    Some(p) => by_literal[p].push(i),
-                    None => {
-                        literals.push(l);
-                        by_literal.push(vec![i]);
-                    }
-                }
-            }
-        }
-        let ac = AhoCorasick::new(&literals).expect("literals build an automaton");
-        let mut any_literals: Vec<String> = Vec::new();
-        let mut by_any_level_literal: Vec<Vec<usize>> = Vec::new();
-        for (i, rule) in rules.iter().enumerate().filter(|(_, r)| r.any_level) {
-            for l in &rule.literals {
-                match any_literals.iter().position(|x| x == l) {
-                    Some(p) => by_any_level_literal[p].push(i),
-                    None => {
-                        any_literals.push(l.clone());
-                        by_any_level_literal.push(vec![i]);
-                    }
-                }
-            }
-        }
-        let ac_any_level = AhoCorasick::new(&any_literals).expect("literals build an automaton");
+        let always = (0..rules.len())
+            .filter(|&i| rules[i].literals.is_empty())
+            .collect();
+        let (ac, by_literal) = literal_index(&rules, |_| true);
+        let (ac_any_level, by_any_level_literal) = literal_index(&rules, |r| r.any_level);
         RuleSet {
             rules,
             ac,
