@@ -84,6 +84,11 @@ pub struct StreamKey {
 /// Strip ANSI escape sequences (CSI and OSC) when present, also when a pager or a paste wrote
 /// them out as text in caret notation (`^[[1;36m`, and `^M` for a carriage return).
 pub fn strip_ansi(s: &str) -> Cow<'_, str> {
+    // Most lines hold none of the three bytes that start an escape (`^` of caret notation, ESC,
+    // and 0xC2, the lead byte of U+009B): one scan tells.
+    if memchr::memchr3(b'^', 0x1b, 0xc2, s.as_bytes()).is_none() {
+        return Cow::Borrowed(s);
+    }
     if s.contains("^[[") || s.contains("^M") {
         let raw = s.replace("^[", "\x1b").replace("^M", "\r");
         let stripped = strip_ansi(&raw).into_owned();
@@ -154,7 +159,12 @@ pub fn decode(bytes: &[u8]) -> Cow<'_, str> {
         let cleaned: Vec<u8> = b.iter().copied().filter(|&c| c != 0).collect();
         Cow::Owned(String::from_utf8_lossy(&cleaned).into_owned())
     } else {
-        String::from_utf8_lossy(b)
+        // Valid UTF-8 (nearly every line) is checked word by word; only invalid text takes the
+        // lossy path.
+        match std::str::from_utf8(b) {
+            Ok(s) => Cow::Borrowed(s),
+            Err(_) => String::from_utf8_lossy(b),
+        }
     };
     match s {
         Cow::Borrowed(x) => strip_ansi(x),
@@ -208,7 +218,10 @@ pub(crate) fn container_prefix_len(s: &str) -> usize {
         return if b.get(21) == Some(&b' ') { 22 } else { 21 };
     }
     // docker compose: `vllm-1  | ` (the name is short: no need to search the whole line)
-    if let Some(bar) = head(s, 68).find(" | ") {
+    if let Some(bar) = memchr::memchr(b'|', &b[..b.len().min(68)])
+        .filter(|&p| p > 0 && b[p - 1] == b' ' && b.get(p + 1) == Some(&b' '))
+        .map(|p| p - 1)
+    {
         let name = s[..bar].trim_end();
         if bar < 64
             && !name.is_empty()
@@ -447,7 +460,7 @@ fn tracing_header(s: &str) -> Option<(Level, usize)> {
 /// in one line).
 fn has_inner_header(body: &str, own_pid: Option<u32>) -> bool {
     let first = body.chars().next().map_or(0, char::len_utf8);
-    if let Some(p) = body[first..].find("[rank") {
+    if let Some(p) = memchr::memmem::find(&body.as_bytes()[first..], b"[rank") {
         if rank_prefix(&body[first + p..]).is_some() {
             return true;
         }
@@ -470,21 +483,19 @@ fn has_inner_header(body: &str, own_pid: Option<u32>) -> bool {
             break;
         }
     }
-    for lvl in [" INFO ", " WARNING ", " ERROR ", " DEBUG "] {
-        let mut from = 0;
-        while let Some(p) = body[from..].find(lvl) {
-            let at = from + p + 1;
-            if own_header_at.binary_search(&at).is_err() {
-                if let Some((_, loc, _)) = vllm_header(&body[at..]) {
-                    if loc.ends_with(|c: char| c.is_ascii_digit()) {
-                        return true;
-                    }
-                }
-            }
-            from = at;
-        }
-    }
-    false
+    // A level word after a space (` INFO `, ` WARNING `, ` ERROR `, ` DEBUG `), read at each
+    // space rather than searched once per word.
+    memchr::memchr_iter(b' ', b).any(|sp| {
+        let at = sp + 1;
+        let r = &b[at..];
+        let level_word = [&b"INFO "[..], b"WARNING ", b"ERROR ", b"DEBUG "]
+            .iter()
+            .any(|w| r.starts_with(w));
+        level_word
+            && own_header_at.binary_search(&at).is_err()
+            && vllm_header(&body[at..])
+                .is_some_and(|(_, loc, _)| loc.ends_with(|c: char| c.is_ascii_digit()))
+    })
 }
 
 /// Length of a vLLM log header (`INFO 01-28 14:02:16 [model.py:541] `) at the start of `s`.

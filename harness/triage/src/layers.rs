@@ -171,7 +171,14 @@ fn anchor(t: &str) -> Option<usize> {
     let limit = t.len().min(PREFIX_MAX + 1);
     let bytes = t.as_bytes();
     // Searched once per line, not at every position.
-    let cli = t.contains(": error: ") || t.contains("usage: ");
+    let cli = {
+        use std::sync::LazyLock;
+        static ERROR: LazyLock<memchr::memmem::Finder<'static>> =
+            LazyLock::new(|| memchr::memmem::Finder::new(": error: "));
+        static USAGE: LazyLock<memchr::memmem::Finder<'static>> =
+            LazyLock::new(|| memchr::memmem::Finder::new("usage: "));
+        ERROR.find(t.as_bytes()).is_some() || USAGE.find(t.as_bytes()).is_some()
+    };
     (0..limit).find(|&i| {
         t.is_char_boundary(i)
             && (i == 0 || !bytes[i - 1].is_ascii_alphanumeric())
