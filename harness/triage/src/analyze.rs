@@ -113,8 +113,30 @@ fn defer_to_the_dead(order: &mut [usize], cands: &[Candidate], records: &[Record
         });
         match deeper {
             Some(pos) => order[..=pos].rotate_right(1),
-            None => return,
+            None => break,
         }
+    }
+    // A death report is the consequence of what the dying process told before it died: an
+    // error a lower layer wrote earlier (a worker's own error record, its exception line) comes
+    // first.
+    let Some(&first) = order.first() else {
+        return;
+    };
+    let c = &cands[first];
+    if c.class != Class::Weak || c.id != "worker_killed_by_signal" {
+        return;
+    }
+    let report_no = records[c.record].lines[c.quote].no;
+    let told = order.iter().position(|&i| {
+        let d = &cands[i];
+        matches!(
+            d.class,
+            Class::Cause | Class::LoneException | Class::UnknownError | Class::IncompleteUnknown
+        ) && d.layer < c.layer
+            && records[d.record].lines[d.quote].no < report_no
+    });
+    if let Some(pos) = told {
+        order[..=pos].rotate_right(1);
     }
 }
 
@@ -817,10 +839,18 @@ pub fn analyze_launch(
             .lines
             .first()
             .is_some_and(|l| l.body.starts_with("Exception in ASGI application"));
-        request_time
-            || ready_line.is_some_and(|ready| {
-                no < ready || r.location.as_deref().is_some_and(is_request_handler)
-            })
+        // The engine core's death (`logger.exception("EngineCore encountered a fatal
+        // error.")` in `run_engine_core`, vllm/v1/engine/core.py) ends the server, wherever a
+        // capture put its ready line (pytest writes stderr after stdout).
+        let engine_died = r
+            .lines
+            .first()
+            .is_some_and(|l| l.body.starts_with("EngineCore encountered a fatal error"));
+        !engine_died
+            && (request_time
+                || ready_line.is_some_and(|ready| {
+                    no < ready || r.location.as_deref().is_some_and(is_request_handler)
+                }))
     };
     let survivors: Vec<usize> = order
         .iter()

@@ -350,6 +350,19 @@ impl Assembler {
         let state = self.open.get(&key).map(|o| o.state);
         match state {
             Some(State::Head) => {
+                // Python prints `Traceback (most recent call last):` before the frames and the
+                // exception line after them: a bare `Type: message` line before a traceback
+                // ends an earlier traceback whose start an excerpt cut. Only a logger's record
+                // (`ERROR … [core.py:1] EngineCore failed to start.`) heads the traceback below.
+                let ends_a_cut_traceback = self.open.get(&key).is_some_and(|o| {
+                    o.rec.header == HeaderKind::None
+                        && o.rec.lines.len() == 1
+                        && is_exception_statement(&o.rec.lines[0].body)
+                });
+                if is_traceback_start(body) && ends_a_cut_traceback {
+                    self.start(p, key, mk(LineRole::TracebackStart), State::Frames);
+                    return;
+                }
                 if is_traceback_start(body) {
                     let o = self.open.get_mut(&key).expect("open");
                     o.rec.lines.push(mk(LineRole::TracebackStart));
