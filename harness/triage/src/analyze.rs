@@ -113,27 +113,30 @@ fn defer_to_the_dead(order: &mut [usize], cands: &[Candidate], records: &[Record
         });
         match deeper {
             Some(pos) => order[..=pos].rotate_right(1),
-            None => break,
+            None => return,
         }
     }
-    // A death report is the consequence of what the dying process told before it died: an
-    // error a lower layer wrote earlier (a worker's own error record, its exception line) comes
-    // first.
+}
+
+/// A death report (`Worker proc VllmWorker-0 died unexpectedly`) first is the consequence of
+/// what was told before it: an error a lower layer wrote earlier (a worker's own error record,
+/// its exception line) comes first.
+fn defer_to_the_last_words(order: &mut [usize], cands: &[Candidate], records: &[Record]) {
     let Some(&first) = order.first() else {
         return;
     };
     let c = &cands[first];
-    if c.class != Class::Weak || c.id != "worker_killed_by_signal" {
+    let report = &records[c.record].lines[c.quote];
+    if c.class != Class::Weak || reported_dead(&report.body).next().is_none() {
         return;
     }
-    let report_no = records[c.record].lines[c.quote].no;
     let told = order.iter().position(|&i| {
         let d = &cands[i];
         matches!(
             d.class,
             Class::Cause | Class::LoneException | Class::UnknownError | Class::IncompleteUnknown
         ) && d.layer < c.layer
-            && records[d.record].lines[d.quote].no < report_no
+            && records[d.record].lines[d.quote].no < report.no
     });
     if let Some(pos) = told {
         order[..=pos].rotate_right(1);
@@ -803,6 +806,7 @@ pub fn analyze_launch(
         (class, layer, line)
     });
     defer_to_the_dead(&mut order, &cands, &records);
+    defer_to_the_last_words(&mut order, &cands, &records);
     prefer_the_exception(&mut order, &cands, &records);
     prefer_the_detail(&mut order, &cands, &records);
     prefer_the_last_error(&mut order, &cands, &records);

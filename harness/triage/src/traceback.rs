@@ -350,20 +350,21 @@ impl Assembler {
         let state = self.open.get(&key).map(|o| o.state);
         match state {
             Some(State::Head) => {
-                // Python prints `Traceback (most recent call last):` before the frames and the
-                // exception line after them: a bare `Type: message` line before a traceback
-                // ends an earlier traceback whose start an excerpt cut. Only a logger's record
-                // (`ERROR … [core.py:1] EngineCore failed to start.`) heads the traceback below.
-                let ends_a_cut_traceback = self.open.get(&key).is_some_and(|o| {
-                    o.rec.header == HeaderKind::None
-                        && o.rec.lines.len() == 1
-                        && is_exception_statement(&o.rec.lines[0].body)
-                });
-                if is_traceback_start(body) && ends_a_cut_traceback {
-                    self.start(p, key, mk(LineRole::TracebackStart), State::Frames);
-                    return;
-                }
+                let o = self.open.get(&key).expect("open");
+                // A record that opens with an exception line ends a traceback (Python prints
+                // `Traceback (most recent call last):` first, the exception line last).
+                let opens_with_exception = is_exception_statement(&o.rec.lines[0].body);
                 if is_traceback_start(body) {
+                    // A bare `Type: message` line before a traceback ends an earlier one whose
+                    // start an excerpt cut; only a logger's record (`ERROR … [core.py:1]
+                    // EngineCore failed to start.`) heads the traceback below it.
+                    let bare_exception = opens_with_exception
+                        && o.rec.header == HeaderKind::None
+                        && o.rec.lines.len() == 1;
+                    if bare_exception {
+                        self.start(p, key, mk(LineRole::TracebackStart), State::Frames);
+                        return;
+                    }
                     let o = self.open.get_mut(&key).expect("open");
                     o.rec.lines.push(mk(LineRole::TracebackStart));
                     o.rec.traceback = true;
@@ -372,13 +373,9 @@ impl Assembler {
                     return;
                 }
                 // An excerpt that starts inside a logged traceback: its frames follow. Not after
-                // an exception line: that ends a traceback, and frames after it belong to
-                // another one whose start was cut.
-                let after_exception = self
-                    .open
-                    .get(&key)
-                    .is_some_and(|o| is_exception_statement(&o.rec.lines[0].body));
-                if is_frame(body) && !after_exception {
+                // an exception line: frames after it belong to another traceback whose start was
+                // cut.
+                if is_frame(body) && !opens_with_exception {
                     let o = self.open.get_mut(&key).expect("open");
                     o.rec.lines.push(mk(LineRole::Frame));
                     o.rec.traceback = true;
