@@ -143,6 +143,36 @@ fn defer_to_the_last_words(order: &mut [usize], cands: &[Candidate], records: &[
     }
 }
 
+/// vllm/_custom_ops.py's warning when the compiled ops do not load (`logger.warning("Failed to
+/// import from vllm._C with %r", e)`); the first op called then fails with `'_OpNamespace' '_C'
+/// object has no attribute …`.
+const C_IMPORT_FAILED: &str = "Failed to import from vllm._C with ";
+
+/// The id of an op missing from `_C` is why `_C` did not load, as the import warning told it:
+/// the module was never built (`No module named 'vllm._C'`), or it was built against another
+/// torch (`undefined symbol`). A shared library it cannot open keeps the op's own id: that is a
+/// wheel built for another platform (a CUDA wheel on a host without CUDA's libraries).
+fn explained_by_the_c_import(
+    id: String,
+    quote: &str,
+    import_failure: Option<&str>,
+    rules: &RuleSet,
+) -> String {
+    let Some(reason) = import_failure else {
+        return id;
+    };
+    if !quote.contains("'_OpNamespace' '_C") || reason.contains("cannot open shared object file") {
+        return id;
+    }
+    let mut told: Vec<usize> = rules
+        .matches(reason)
+        .into_iter()
+        .filter(|&r| rules.rules()[r].role == Role::Cause)
+        .collect();
+    told.sort_by_key(|&r| std::cmp::Reverse(rules.rules()[r].priority));
+    told.first().map_or(id, |&r| rules.rules()[r].id.clone())
+}
+
 /// CPython's caret/tilde line under a code line (`    ^^^^^^`, `~~~^~~`).
 fn is_caret(body: &str) -> bool {
     let t = body.trim();
@@ -636,6 +666,8 @@ pub fn analyze_launch(
     let mut content_before_nul = false;
     let mut seen_pids_before_nul: Vec<u32> = Vec::new();
     let mut explicit_kv: Option<bool> = None;
+    // Why vLLM's compiled ops did not load, when it said so.
+    let mut c_import_failure: Option<String> = None;
     let mut newer_launch_at: Option<usize> = None;
     for line in lines.by_ref() {
         // A paste that lost its newlines holds a whole traceback on one physical line: its
@@ -715,6 +747,9 @@ pub fn analyze_launch(
             if version.is_none() {
                 version = version_of(body);
             }
+            if c_import_failure.is_none() {
+                c_import_failure = body.strip_prefix(C_IMPORT_FAILED).map(str::to_string);
+            }
             if body.starts_with("non-default args: ") {
                 explicit_kv = Some(body.contains("'kv_cache_dtype'"));
             }
@@ -757,6 +792,7 @@ pub fn analyze_launch(
         ));
     }
     let records = asm.finish();
+    let c_import_failure = c_import_failure.as_deref();
 
     // Classify.
     let mut cands: Vec<Candidate> = Vec::new();
@@ -772,6 +808,7 @@ pub fn analyze_launch(
             class
         };
         let id = rule.map_or("unknown".to_string(), |r| rules.rules()[r].id.clone());
+        let id = explained_by_the_c_import(id, &rec.lines[quote].body, c_import_failure, rules);
         let hung = rule.is_some_and(|r| rules.rules()[r].hung);
         cands.push(Candidate {
             class,

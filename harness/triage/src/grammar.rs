@@ -402,7 +402,9 @@ fn nccl_line(s: &str) -> Option<(Option<u32>, Level, usize)> {
     let (level, len) = if after.starts_with("INFO") {
         (Level::Info, 4)
     } else if after.starts_with("WARN") {
-        (Level::Warning, 4)
+        // NCCL reports its failures at WARN (its `WARN(…)` macro, then an error result; NVIDIA/
+        // nccl src/init.cc, transport/*.cc): it has no level above it.
+        (Level::Error, 4)
     } else if after.starts_with("ERROR") {
         (Level::Error, 5)
     } else {
