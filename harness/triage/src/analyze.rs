@@ -881,13 +881,15 @@ pub fn analyze_launch(
             .first()
             .is_some_and(|l| l.body.starts_with("Exception in ASGI application"));
         // The engine core's death (`logger.exception("EngineCore encountered a fatal
-        // error.")` in `run_engine_core`, vllm/v1/engine/core.py) ends the server, wherever a
-        // capture put its ready line (pytest writes stderr after stdout).
-        let engine_died = r
+        // error.")` in `run_engine_core`, vllm/v1/engine/core.py), or a report that a process
+        // died, ends the server, wherever a capture or a collector put its ready line (pytest
+        // writes stderr after stdout; a collector merges streams out of order).
+        let died = r
             .lines
             .first()
-            .is_some_and(|l| l.body.starts_with("EngineCore encountered a fatal error"));
-        !engine_died
+            .is_some_and(|l| l.body.starts_with("EngineCore encountered a fatal error"))
+            || reported_dead(&r.lines[c.quote].body).next().is_some();
+        !died
             && (request_time
                 || ready_line.is_some_and(|ready| {
                     no < ready || r.location.as_deref().is_some_and(is_request_handler)
