@@ -14,6 +14,7 @@ use super::grammar::{parse_line_in, HeaderKind, Level};
 use super::layers::Layers;
 use super::rules::{Role, RuleSet};
 use super::scan::{self, WindowedLines};
+use super::segment::is_config_dump;
 use super::traceback::{
     is_elision, is_exception_statement, is_tool_fatal, resplit, Assembler, LineRole, Record,
 };
@@ -65,6 +66,9 @@ pub struct Region {
     pub first_line: u64,
     /// Pids of this launch, when known (lines of other pids are foreign).
     pub launch_pid: Option<u32>,
+    /// The lines just before the region: what its process printed while importing, before the
+    /// banner (the command line, import warnings).
+    pub preamble: Option<(usize, usize)>,
 }
 
 /// Everything one pass over a region yields.
@@ -148,6 +152,40 @@ fn defer_to_the_last_words(order: &mut [usize], cands: &[Candidate], records: &[
 /// object has no attribute …`.
 const C_IMPORT_FAILED: &str = "Failed to import from vllm._C with ";
 
+/// Why a compiled extension did not load, from its import warning: vLLM's own (above; from 0.11
+/// `Failed to import from vllm._C: %r`, vllm/platforms/interface.py) or a plugin's
+/// (`Failed to import vllm_ascend_C:%s`, vllm_ascend/device_allocator/camem.py).
+fn c_import_reason(body: &str) -> Option<&str> {
+    body.strip_prefix(C_IMPORT_FAILED)
+        .or_else(|| body.strip_prefix("Failed to import from vllm._C: "))
+        .or_else(|| body.strip_prefix("Failed to import vllm_ascend_C:"))
+}
+
+/// At most this much of the text before a launch's banner is read for its import warnings.
+const PREAMBLE_BYTES_MAX: usize = 64 << 10;
+
+/// The compiled extension's import warning in the text a launch printed before its banner
+/// (vLLM imports its ops, and warns, before the API server logs its version).
+fn preamble_c_import_reason(b: &[u8], from: usize, to: usize, layers: &Layers) -> Option<String> {
+    let to = to.min(b.len());
+    let from = from.max(to.saturating_sub(PREAMBLE_BYTES_MAX));
+    b[from..to].split(|&c| c == b'\n').find_map(|line| {
+        let p = parse_line_in(&line[..line.len().min(scan::LINE_BYTES_MAX)], layers);
+        c_import_reason(p.body.as_ref()).map(str::to_string)
+    })
+}
+
+/// A shared library of the platform's runtime (CUDA, ROCm, CANN, oneAPI) rather than of the
+/// extension itself.
+fn names_a_platform_runtime(reason: &str) -> bool {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| {
+        Regex::new(r"lib(cuda|cudart|nvrtc|cublas\w*|nccl|nvidia-ml|amdhip64|hip\w*|rocm\w*|hsa-runtime64|ascendcl|acl\w*|hccl|ze_loader|sycl)\.so")
+            .expect("platform runtime library pattern")
+    })
+    .is_match(reason)
+}
+
 /// The id of an op missing from `_C` is why `_C` did not load, as the import warning told it:
 /// the module was never built (`No module named 'vllm._C'`), or it was built against another
 /// torch (`undefined symbol`). A shared library it cannot open keeps the op's own id: that is a
@@ -161,8 +199,17 @@ fn explained_by_the_c_import(
     let Some(reason) = import_failure else {
         return id;
     };
-    if !quote.contains("'_OpNamespace' '_C") || reason.contains("cannot open shared object file") {
+    if !quote.contains("'_OpNamespace' '_C") {
         return id;
+    }
+    if reason.contains("cannot open shared object file") {
+        // The platform's runtime missing is a wheel built for another platform (the op's own
+        // id); the extension's own library missing is an extension not built or not installed.
+        return if names_a_platform_runtime(reason) {
+            id
+        } else {
+            "missing_module".to_string()
+        };
     }
     let mut told: Vec<usize> = rules
         .matches(reason)
@@ -276,6 +323,27 @@ fn prefer_the_exception(order: &mut [usize], cands: &[Candidate], records: &[Rec
             && is_exception(drec, dq)
     });
     if let Some(pos) = later {
+        order[..=pos].rotate_right(1);
+    }
+}
+
+/// A traceback cut before its exception line (or an error record with no exception) says where a
+/// process failed, not what failed. An echo that quotes a known cause (the engine core's
+/// `Worker failed with error '…'`, which carries its worker's exception message) is then the only
+/// statement of it, and goes first.
+fn prefer_the_quoted_cause(order: &mut [usize], cands: &[Candidate]) {
+    let Some(&first) = order.first() else {
+        return;
+    };
+    let c = &cands[first];
+    if !matches!(c.class, Class::IncompleteUnknown | Class::UnknownError) || c.rule.is_some() {
+        return;
+    }
+    let quoted = order.iter().position(|&i| {
+        let d = &cands[i];
+        d.class == Class::Echo && d.id != "unknown"
+    });
+    if let Some(pos) = quoted {
         order[..=pos].rotate_right(1);
     }
 }
@@ -395,7 +463,7 @@ fn classify(rec: &Record, rules: &RuleSet) -> Option<(Class, Option<usize>, usiz
     let mut best: BTreeMap<(Class, i32), (usize, usize)> = BTreeMap::new(); // → (rule, line)
     let mut noise_only = true;
     for (i, l) in rec.lines.iter().enumerate() {
-        if l.role == LineRole::Frame {
+        if l.role == LineRole::Frame || is_config_dump(&l.body) {
             continue;
         }
         let matched = rules.matches(&l.body);
@@ -748,7 +816,7 @@ pub fn analyze_launch(
                 version = version_of(body);
             }
             if c_import_failure.is_none() {
-                c_import_failure = body.strip_prefix(C_IMPORT_FAILED).map(str::to_string);
+                c_import_failure = c_import_reason(body).map(str::to_string);
             }
             if body.starts_with("non-default args: ") {
                 explicit_kv = Some(body.contains("'kv_cache_dtype'"));
@@ -792,6 +860,11 @@ pub fn analyze_launch(
         ));
     }
     let records = asm.finish();
+    if c_import_failure.is_none() {
+        c_import_failure = region
+            .preamble
+            .and_then(|(from, to)| preamble_c_import_reason(b, from, to, layers));
+    }
     let c_import_failure = c_import_failure.as_deref();
 
     // Classify.
@@ -847,6 +920,7 @@ pub fn analyze_launch(
     prefer_the_exception(&mut order, &cands, &records);
     prefer_the_detail(&mut order, &cands, &records);
     prefer_the_last_error(&mut order, &cands, &records);
+    prefer_the_quoted_cause(&mut order, &cands);
 
     if explain {
         for &i in &order {
@@ -1203,6 +1277,68 @@ mod tests {
             panic!("one verdict")
         };
         v
+    }
+
+    #[test]
+    fn a_launch_configuration_names_no_failure() {
+        // argparse's Namespace dump and the engine's config line name settings
+        // (`max_lora_rank=16`), not failures; the echo is all the text says of the failure.
+        let v = one("\
+Namespace(model='m', enable_lora=None, max_lora_rank=16, kv_cache_dtype='auto')
+INFO 01-17 11:35:43 [core.py:75] Initializing a V1 LLM engine (v0.10.2) with config: model='m', max_lora_rank=16
+RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}
+");
+        let rc = v.root_cause.expect("a root cause");
+        assert_eq!((rc.line, rc.id.as_str()), (3, "unknown"), "{rc:?}");
+    }
+
+    #[test]
+    fn the_import_warning_before_the_banner_explains_a_missing_op() {
+        // vLLM imports its ops (and warns) before the API server logs its version; the op then
+        // fails. The module was never built: missing_module, not a wheel for another platform.
+        let v = one("\
+WARNING 08-31 15:52:50 _custom_ops.py:18] Failed to import from vllm._C with ModuleNotFoundError(\"No module named 'vllm._C'\")
+INFO 08-31 15:52:52 api_server.py:440] vLLM API server version 0.5.5
+ERROR 08-31 15:52:59 engine.py:1] AttributeError: '_OpNamespace' '_C' object has no attribute 'gelu_quick'
+");
+        assert_eq!(v.root_cause.expect("a root cause").id, "missing_module");
+        // A plugin's own kernel library missing is the same; the platform's runtime missing is
+        // a wheel built for another platform.
+        let plugin = "\
+WARNING 09-18 10:33:14 [camem.py:64] Failed to import vllm_ascend_C:libvllm_ascend_kernels.so: cannot open shared object file: No such file or directory.
+ERROR 09-18 10:34:29 [core.py:718] AttributeError: '_OpNamespace' '_C_ascend' object has no attribute 'weak_ref_tensor'
+";
+        assert_eq!(
+            one(plugin).root_cause.expect("a root cause").id,
+            "missing_module"
+        );
+        let cpu = plugin
+            .replace(
+                "vllm_ascend_C:libvllm_ascend_kernels.so",
+                "from vllm._C with ImportError('libcuda.so.1",
+            )
+            .replace("_C_ascend", "_C");
+        assert_ne!(
+            one(&cpu).root_cause.expect("a root cause").id,
+            "missing_module"
+        );
+    }
+
+    #[test]
+    fn a_quoted_cause_outranks_a_traceback_that_lost_its_exception() {
+        let v = one("\
+(Worker pid=1101) ERROR 07-03 17:10:49 [multiproc_executor.py:962] Traceback (most recent call last):
+(Worker pid=1101) ERROR 07-03 17:10:49 [multiproc_executor.py:962]   File \"/x/flashinfer/jit/cpp_ext.py\", line 247, in generate_ninja_build_for_op
+(Worker pid=1101) ERROR 07-03 17:10:49 [multiproc_executor.py:962]     cuda_home = get_cuda_path()
+[...]
+(EngineCore_DP1 pid=541) RuntimeError: Worker failed with error 'Could not find nvcc and default cuda_home='/usr/local/cuda' doesn't exist', please check the stack trace above for the root cause
+");
+        let rc = v.root_cause.expect("a root cause");
+        assert_eq!(
+            (rc.line, rc.id.as_str()),
+            (5, "flashinfer_jit_build_failed"),
+            "{rc:?}"
+        );
     }
 
     #[test]

@@ -133,6 +133,23 @@ fn launches_of(b: &[u8], bounds: &[segment::Boundary]) -> Vec<Launch> {
     out
 }
 
+/// At most this many lines before a launch's banner are its import-time output.
+const PREAMBLE_LINES: usize = 16;
+
+/// The start of the [`PREAMBLE_LINES`] lines before `start`, not before `floor`.
+fn preamble_start(b: &[u8], floor: usize, start: usize) -> usize {
+    let mut at = start;
+    for _ in 0..PREAMBLE_LINES {
+        // The newline that ends the line before `at`, then the one before that line.
+        let before = at.saturating_sub(1).max(floor);
+        match memchr::memrchr(b'\n', &b[floor..before]) {
+            Some(p) => at = floor + p + 1,
+            None => return floor,
+        }
+    }
+    at
+}
+
 /// Triage a log.
 pub fn triage(b: &[u8], opts: &Options<'_>) -> Output {
     let mut diagnostics = Vec::new();
@@ -233,11 +250,16 @@ pub fn triage(b: &[u8], opts: &Options<'_>) -> Output {
             }
             counted_to = l.start;
         }
+        // The lines just before a launch's start are what it printed while it imported (a
+        // command line, import warnings) before its banner.
+        let preamble =
+            (i > 0).then(|| (preamble_start(b, launches[i - 1].start, l.start), l.start));
         let region = Region {
             start: l.start,
             end: l.end,
             first_line: line_base,
             launch_pid: l.pid.filter(|_| l.api_pid),
+            preamble,
         };
         let mut d = Vec::new();
         let mut a = analyze_launch(b, &region, opts.rules, &sc, &layers, opts.explain, &mut d);

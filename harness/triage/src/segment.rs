@@ -62,6 +62,17 @@ pub fn is_engine_init(body: &str) -> bool {
     body.starts_with("Initializing a") && head(body, 40).contains("LLM engine")
 }
 
+/// A launch's configuration as vLLM prints it at every start: the API server's `non-default
+/// args: {…}` / `args: …`, argparse's `Namespace(…)` a script prints, an engine's
+/// `Initializing … engine (v…) with config: …`. It names settings (`max_lora_rank=16`,
+/// `kv_cache_dtype=fp8`), never a failure.
+pub fn is_config_dump(body: &str) -> bool {
+    body.starts_with("non-default args: ")
+        || body.starts_with("args: ")
+        || body.starts_with("Namespace(")
+        || is_engine_init(body)
+}
+
 /// A line as the analysis sees it: its first [`LINE_BYTES_MAX`] bytes.
 fn bounded(line: &[u8]) -> &[u8] {
     &line[..line.len().min(LINE_BYTES_MAX)]

@@ -263,7 +263,11 @@ pub fn render(log: &[u8], r: Rendering, focus: Option<u64>, seed: Seed) -> Rende
                         .find(|&i| contains(src[i], b"Traceback (most recent call last):"))
                         .map_or(f, |i| i as u64 + 1);
                     let from = tb.saturating_sub(rng.range(3, 60)).max(1);
-                    let to = (f + rng.range(0, 40)).min(n);
+                    // …and the rest of the root cause's record: the lines the same log call
+                    // wrote under the same header (an exception's message over several lines,
+                    // the runtime's detail below it), which a paste of the error keeps.
+                    let record_end = record_continues_to(&src, f);
+                    let to = (f + rng.range(0, 40)).min(n).max(record_end);
                     if elide && from > 1 {
                         out.line(b"[...]".to_vec(), Vec::new());
                     }
@@ -446,6 +450,21 @@ fn starts_a_write(l: &[u8]) -> bool {
 
 /// The lines of a short healthy launch that ended before the log began: banner, engine, ready,
 /// a request, shutdown.
+/// The last line (1-based) of the record whose line `f` is: the lines after it that carry the
+/// same header (`(Worker pid=…) ERROR … [file.py:N] `), at most 40.
+fn record_continues_to(src: &[&[u8]], f: u64) -> u64 {
+    let line = src[(f - 1) as usize];
+    let Some(h) = line.windows(2).position(|w| w == b"] ") else {
+        return f;
+    };
+    let header = &line[..h + 2];
+    let mut end = f;
+    while (end as usize) < src.len() && end < f + 40 && src[end as usize].starts_with(header) {
+        end += 1;
+    }
+    end
+}
+
 fn healthy_launch(rng: &mut Rng, t: SimTime) -> Vec<String> {
     let api = rng.range(1_000, 60_000);
     let core = api + rng.range(100, 900);
@@ -470,6 +489,21 @@ fn healthy_launch(rng: &mut Rng, t: SimTime) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An excerpt keeps the whole record of the root cause: the runtime's detail lines the same
+    /// log call wrote under the same header, which name why the call failed.
+    #[test]
+    fn an_excerpt_keeps_the_rest_of_the_root_cause_record() {
+        let h = "(VllmWorker rank=3 pid=9) ERROR 07-17 08:06:53 [multiproc_executor.py:487] ";
+        let log = format!(
+            "{h}Traceback (most recent call last):\n{h}  File \"x.py\", line 1, in f\n{h}RuntimeError: NPU function error: aclrtGetDeviceCount, error code is 207004\n{h}[Error]: The device is unavailable.\n{h}EE1001: set ASCEND_RT_VISIBLE_DEVICES:0,2,1 error, it must be in ascending order\nINFO 07-17 08:06:54 [core.py:1] shutting down\n"
+        );
+        for seed in 0..16 {
+            let out = render(log.as_bytes(), Rendering::Excerpt, Some(3), Seed(seed));
+            let text = String::from_utf8_lossy(&out.bytes).into_owned();
+            assert!(text.contains("EE1001"), "seed {seed}: {text}");
+        }
+    }
 
     /// A scenario's renderings carry the truth: its root-cause line is the rendered line that
     /// shows the original one, and its text is that line's.
