@@ -328,7 +328,7 @@ fn prefer_the_exception(order: &mut [usize], cands: &[Candidate], records: &[Rec
 }
 
 /// A traceback cut before its exception line (or an error record with no exception) says where a
-/// process failed, not what failed. An echo that quotes a known cause (the engine core's
+/// process failed, not what failed, and a supervisor's report that a process died says only that. An echo that quotes a known cause (the engine core's
 /// `Worker failed with error '…'`, which carries its worker's exception message) is then the only
 /// statement of it, and goes first.
 fn prefer_the_quoted_cause(order: &mut [usize], cands: &[Candidate]) {
@@ -336,7 +336,10 @@ fn prefer_the_quoted_cause(order: &mut [usize], cands: &[Candidate]) {
         return;
     };
     let c = &cands[first];
-    if !matches!(c.class, Class::IncompleteUnknown | Class::UnknownError) || c.rule.is_some() {
+    // A weak signal (a supervisor's report that a worker died) names a consequence, not a cause.
+    let unstated =
+        matches!(c.class, Class::IncompleteUnknown | Class::UnknownError) && c.rule.is_none();
+    if !unstated && c.class != Class::Weak {
         return;
     }
     let quoted = order.iter().position(|&i| {
@@ -600,6 +603,15 @@ fn classify(rec: &Record, rules: &RuleSet) -> Option<(Class, Option<usize>, usiz
             {
                 e
             }
+            _ => li,
+        };
+        // A rule that matched the code a traceback quotes (`self._check_scheme_supported(…)`,
+        // the call that raised) names the cause; the line is the exception's that follows.
+        let li = match rec.lines[li..]
+            .iter()
+            .position(|l| l.role == LineRole::Exception)
+        {
+            Some(e) if rec.lines[li].role == LineRole::Source => li + e,
             _ => li,
         };
         // Pydantic's summary (`ValidationError: 1 validation error for ModelConfig`) is
