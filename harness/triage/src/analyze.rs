@@ -461,6 +461,15 @@ fn classify(rec: &Record, rules: &RuleSet) -> Option<(Class, Option<usize>, usiz
     {
         return None;
     }
+    // The compiled ops' import warning (some releases log it as an error) is context: the
+    // process goes on without them, and the op call that then fails is the failure.
+    if rec
+        .lines
+        .first()
+        .is_some_and(|l| !rec.traceback && c_import_reason(&l.body).is_some())
+    {
+        return Some((Class::Warned, None, 0));
+    }
     // Lines whose text a rule may match.
     let context: Vec<&str> = rec.lines.iter().map(|l| l.body.as_str()).collect();
     let mut best: BTreeMap<(Class, i32), (usize, usize)> = BTreeMap::new(); // → (rule, line)

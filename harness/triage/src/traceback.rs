@@ -203,7 +203,16 @@ pub fn resplit(line: &[u8]) -> Option<Vec<&[u8]>> {
         .filter(|&o| line[o - 1] == b' ')
         .collect();
     points.dedup();
-    if points.len() < MIN_POINTS {
+    // A record header (`ERROR 04-03 06:51:54 [engine.py:448] `) that recurs inside the line: each
+    // recurrence starts a record the paste joined to the one before.
+    let recurring = if points.len() < MIN_POINTS {
+        recurring_header_points(line)
+    } else {
+        Vec::new()
+    };
+    if !recurring.is_empty() {
+        points = recurring;
+    } else if points.len() < MIN_POINTS {
         points.clear();
         for pat in [
             &b"Traceback (most recent call last):"[..],
@@ -213,7 +222,10 @@ pub fn resplit(line: &[u8]) -> Option<Vec<&[u8]>> {
             points.extend(finder(pat).filter(|&p| p > 0));
         }
         points.extend(finder(b" File \"").map(|p| p + 1).filter(|&p| p > 1));
-        if points.len() < MIN_POINTS {
+        // A traceback header at the start of the line is a point too, though nothing splits
+        // there (a short traceback of two frames and its exception).
+        let header_first = usize::from(line.starts_with(b"Traceback (most recent call last):"));
+        if points.len() + header_first < MIN_POINTS {
             return None;
         }
         // The exception line after the last frame: its `Type: ` after a space.
@@ -235,6 +247,28 @@ pub fn resplit(line: &[u8]) -> Option<Vec<&[u8]>> {
     out.push(&line[from..]);
     out.retain(|p| !p.is_empty());
     Some(out)
+}
+
+/// Where the line's own record header (its text up to the `] ` after a level and a location,
+/// within its first 160 bytes) recurs after a space.
+fn recurring_header_points(line: &[u8]) -> Vec<usize> {
+    let head = &line[..line.len().min(160)];
+    let Some(end) = memchr::memmem::find(head, b"] ") else {
+        return Vec::new();
+    };
+    let header = &line[..end + 2];
+    let leveled = [&b"ERROR "[..], b"WARNING ", b"INFO ", b"CRITICAL "]
+        .iter()
+        .any(|lv| memchr::memmem::find(header, lv).is_some());
+    if !leveled || header.len() < 16 {
+        return Vec::new();
+    }
+    let mut pat = Vec::with_capacity(header.len() + 1);
+    pat.push(b' ');
+    pat.extend_from_slice(header);
+    memchr::memmem::find_iter(line, &pat)
+        .map(|p| p + 1)
+        .collect()
 }
 
 /// Where the last `Type: message` (or bare `KeyboardInterrupt`-style) exception starts in the
