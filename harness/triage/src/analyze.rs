@@ -351,6 +351,31 @@ fn prefer_the_quoted_cause(order: &mut [usize], cands: &[Candidate]) {
     }
 }
 
+/// An exception whose message a paste wrapped onto the next line (`ImportError: /x/_C.abi3.so:`,
+/// then `undefined symbol: …`): the signature of that line names the exception.
+fn name_by_the_wrapped_message(order: &[usize], cands: &mut [Candidate], records: &[Record]) {
+    let Some(&first) = order.first() else {
+        return;
+    };
+    let c = &cands[first];
+    if c.rule.is_some() || !matches!(c.class, Class::LoneException | Class::Cause) {
+        return;
+    }
+    let q = &records[c.record].lines[c.quote];
+    if !q.body.trim_end().ends_with(':') {
+        return;
+    }
+    let wrapped = order.iter().copied().find(|&i| {
+        let d = &cands[i];
+        d.class == Class::BareCause && records[d.record].lines[d.quote].no == q.no + 1
+    });
+    if let Some(w) = wrapped {
+        let (id, rule) = (cands[w].id.clone(), cands[w].rule);
+        cands[first].id = id;
+        cands[first].rule = rule;
+    }
+}
+
 /// The processes a supervisor's report says died: `… proc NAME died …` and
 /// `Failed core proc(s): {'NAME': 1, …}`.
 fn reported_dead(report: &str) -> impl Iterator<Item = &str> {
@@ -942,6 +967,7 @@ pub fn analyze_launch(
     prefer_the_detail(&mut order, &cands, &records);
     prefer_the_last_error(&mut order, &cands, &records);
     prefer_the_quoted_cause(&mut order, &cands);
+    name_by_the_wrapped_message(&order, &mut cands, &records);
 
     if explain {
         for &i in &order {
