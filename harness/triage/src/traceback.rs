@@ -203,9 +203,11 @@ pub fn resplit(line: &[u8]) -> Option<Vec<&[u8]>> {
         .filter(|&o| line[o - 1] == b' ')
         .collect();
     points.dedup();
-    // A record header (`ERROR 04-03 06:51:54 [engine.py:448] `) that recurs inside the line: each
-    // recurrence starts a record the paste joined to the one before.
-    let recurring = if points.len() < MIN_POINTS {
+    // A record header (`ERROR 04-03 06:51:54 [engine.py:448] `) that recurs inside a line that
+    // holds a traceback: each recurrence starts a record the paste joined to the one before.
+    let recurring = if points.len() < MIN_POINTS
+        && memchr::memmem::find(line, b"Traceback (most recent call last):").is_some()
+    {
         recurring_header_points(line)
     } else {
         Vec::new()
