@@ -14,7 +14,7 @@ use super::grammar::{parse_line_in, HeaderKind, Level};
 use super::layers::Layers;
 use super::rules::{Role, RuleSet};
 use super::scan::{self, WindowedLines};
-use super::segment::is_config_dump;
+use super::segment::{is_config_dump, is_engine_init};
 use super::traceback::{
     is_elision, is_exception_statement, is_tool_fatal, resplit, Assembler, LineRole, Record,
 };
@@ -162,7 +162,7 @@ fn c_import_reason(body: &str) -> Option<&str> {
 }
 
 /// At most this much of the text before a launch's banner is read for its import warnings.
-const PREAMBLE_BYTES_MAX: usize = 64 << 10;
+pub(crate) const PREAMBLE_BYTES_MAX: usize = 64 << 10;
 
 /// The compiled extension's import warning in the text a launch printed before its banner
 /// (vLLM imports its ops, and warns, before the API server logs its version).
@@ -180,7 +180,7 @@ fn preamble_c_import_reason(b: &[u8], from: usize, to: usize, layers: &Layers) -
 fn names_a_platform_runtime(reason: &str) -> bool {
     static RE: OnceLock<Regex> = OnceLock::new();
     RE.get_or_init(|| {
-        Regex::new(r"lib(cuda|cudart|nvrtc|cublas\w*|nccl|nvidia-ml|amdhip64|hip\w*|rocm\w*|hsa-runtime64|ascendcl|acl\w*|hccl|ze_loader|sycl)\.so")
+        Regex::new(r"\blib(torch_cuda|torch_hip|c10_cuda|c10_hip|cuda|cudart|nvrtc|cublas\w*|cudnn\w*|cusparse\w*|cufft\w*|curand\w*|nccl|nvidia-ml|amdhip64|hip\w*|rocm\w*|hsa-runtime64|ascendcl|acl\w*|hccl|atb|ge_runner|ze_loader|sycl)\.so")
             .expect("platform runtime library pattern")
     })
     .is_match(reason)
@@ -331,20 +331,25 @@ fn prefer_the_exception(order: &mut [usize], cands: &[Candidate], records: &[Rec
 /// process failed, not what failed, and a supervisor's report that a process died says only that. An echo that quotes a known cause (the engine core's
 /// `Worker failed with error '…'`, which carries its worker's exception message) is then the only
 /// statement of it, and goes first.
-fn prefer_the_quoted_cause(order: &mut [usize], cands: &[Candidate]) {
+fn prefer_the_quoted_cause(order: &mut [usize], cands: &[Candidate], records: &[Record]) {
     let Some(&first) = order.first() else {
         return;
     };
     let c = &cands[first];
-    // A weak signal (a supervisor's report that a worker died) names a consequence, not a cause.
     let unstated =
         matches!(c.class, Class::IncompleteUnknown | Class::UnknownError) && c.rule.is_none();
-    if !unstated && c.class != Class::Weak {
+    // A supervisor's report that a process died names a consequence; a quote after it names the
+    // cause.
+    let q = &records[c.record].lines[c.quote];
+    let death = c.class == Class::Weak && reported_dead(&q.body).next().is_some();
+    if !unstated && !death {
         return;
     }
     let quoted = order.iter().position(|&i| {
         let d = &cands[i];
-        d.class == Class::Echo && d.id != "unknown"
+        d.class == Class::Echo
+            && d.id != "unknown"
+            && (!death || records[d.record].lines[d.quote].no > q.no)
     });
     if let Some(pos) = quoted {
         order[..=pos].rotate_right(1);
@@ -485,15 +490,6 @@ fn classify(rec: &Record, rules: &RuleSet) -> Option<(Class, Option<usize>, usiz
         .all(|l| l.role == LineRole::TracebackStart || is_elision(&l.body))
     {
         return None;
-    }
-    // The compiled ops' import warning (some releases log it as an error) is context: the
-    // process goes on without them, and the op call that then fails is the failure.
-    if rec
-        .lines
-        .first()
-        .is_some_and(|l| !rec.traceback && c_import_reason(&l.body).is_some())
-    {
-        return Some((Class::Warned, None, 0));
     }
     // Lines whose text a rule may match.
     let context: Vec<&str> = rec.lines.iter().map(|l| l.body.as_str()).collect();
@@ -867,9 +863,7 @@ pub fn analyze_launch(
             if body.starts_with("non-default args: ") {
                 explicit_kv = Some(body.contains("'kv_cache_dtype'"));
             }
-            if body.starts_with("Initializing a V1 LLM engine")
-                || body.starts_with("Initializing an LLM engine")
-            {
+            if is_engine_init(body) {
                 collect_config_evidence(body, &mut evidence);
             }
             if let Some(pos) = body.find("AttentionSelectorConfig(") {
@@ -966,7 +960,7 @@ pub fn analyze_launch(
     prefer_the_exception(&mut order, &cands, &records);
     prefer_the_detail(&mut order, &cands, &records);
     prefer_the_last_error(&mut order, &cands, &records);
-    prefer_the_quoted_cause(&mut order, &cands);
+    prefer_the_quoted_cause(&mut order, &cands, &records);
     name_by_the_wrapped_message(&order, &mut cands, &records);
 
     if explain {

@@ -252,8 +252,12 @@ pub fn triage(b: &[u8], opts: &Options<'_>) -> Output {
         }
         // The lines just before a launch's start are what it printed while it imported (a
         // command line, import warnings) before its banner.
-        let preamble =
-            (i > 0).then(|| (preamble_start(b, launches[i - 1].start, l.start), l.start));
+        let preamble = (i > 0).then(|| {
+            let floor = launches[i - 1]
+                .start
+                .max(l.start.saturating_sub(analyze::PREAMBLE_BYTES_MAX));
+            (preamble_start(b, floor, l.start), l.start)
+        });
         let region = Region {
             start: l.start,
             end: l.end,

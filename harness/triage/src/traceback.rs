@@ -183,8 +183,10 @@ pub fn is_tool_fatal(body: &str) -> bool {
 /// The pieces of a physical line that holds several lines whose newlines a paste lost (a whole
 /// traceback joined with spaces): split before each repeated process prefix or log header when
 /// the pieces carry them, else before `Traceback (most recent call last):`, each `File "…"`
-/// frame, the chain markers and the final exception line. A line with fewer than three such
-/// points is left whole: `None` (two writers sharing a line are interleaving, reported as
+/// frame, the chain markers and the final exception line; in a line that holds a traceback, a
+/// recurrence of the line's own record header marks the records instead (each piece is then one
+/// record line, as the paste's writer printed it). A line with fewer than three such points is
+/// left whole: `None` (two writers sharing a line are interleaving, reported as
 /// damage). Most lines are whole, and cost no allocation.
 pub fn resplit(line: &[u8]) -> Option<Vec<&[u8]>> {
     const MIN_POINTS: usize = 3;
@@ -231,9 +233,10 @@ pub fn resplit(line: &[u8]) -> Option<Vec<&[u8]>> {
             return None;
         }
         // The exception line after the last frame: its `Type: ` after a space.
-        let last = *points.iter().max().expect("points");
-        if let Some(e) = last_exception_start(&line[last..]) {
-            points.push(last + e);
+        if let Some(&last) = points.iter().max() {
+            if let Some(e) = last_exception_start(&line[last..]) {
+                points.push(last + e);
+            }
         }
     }
     points.sort_unstable();

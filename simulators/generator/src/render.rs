@@ -448,8 +448,6 @@ fn starts_a_write(l: &[u8]) -> bool {
         || l.starts_with(b"DEBUG ")
 }
 
-/// The lines of a short healthy launch that ended before the log began: banner, engine, ready,
-/// a request, shutdown.
 /// The last line (1-based) of the record whose line `f` is: the lines after it that carry the
 /// same header (`(Worker pid=…) ERROR … [file.py:N] `), at most 40.
 fn record_continues_to(src: &[&[u8]], f: u64) -> u64 {
@@ -465,6 +463,8 @@ fn record_continues_to(src: &[&[u8]], f: u64) -> u64 {
     end
 }
 
+/// The lines of a short healthy launch that ended before the log began: banner, engine, ready,
+/// a request, shutdown.
 fn healthy_launch(rng: &mut Rng, t: SimTime) -> Vec<String> {
     let api = rng.range(1_000, 60_000);
     let core = api + rng.range(100, 900);
