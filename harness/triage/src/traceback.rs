@@ -207,20 +207,23 @@ pub fn resplit(line: &[u8]) -> Option<Vec<&[u8]>> {
     points.dedup();
     // A record header (`ERROR 04-03 06:51:54 [engine.py:448] `) that recurs inside a line that
     // holds a traceback: each recurrence starts a record the paste joined to the one before.
-    let recurring = if points.len() < MIN_POINTS
-        && memchr::memmem::find(line, b"Traceback (most recent call last):").is_some()
-    {
-        recurring_header_points(line)
+    let tracebacks: Vec<usize> = if points.len() < MIN_POINTS {
+        finder(b"Traceback (most recent call last):").collect()
     } else {
         Vec::new()
+    };
+    let recurring = if tracebacks.is_empty() {
+        Vec::new()
+    } else {
+        recurring_header_points(line)
     };
     if !recurring.is_empty() {
         points = recurring;
     } else if points.len() < MIN_POINTS {
         points.clear();
+        points.extend(tracebacks.iter().copied().filter(|&p| p > 0));
         for pat in [
-            &b"Traceback (most recent call last):"[..],
-            b"During handling of the above exception",
+            &b"During handling of the above exception"[..],
             b"The above exception was the direct cause",
         ] {
             points.extend(finder(pat).filter(|&p| p > 0));
