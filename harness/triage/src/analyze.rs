@@ -123,8 +123,9 @@ fn defer_to_the_dead(order: &mut [usize], cands: &[Candidate], records: &[Record
 }
 
 /// A death report (`Worker proc VllmWorker-0 died unexpectedly`) first is the consequence of
-/// what was told before it: an error a lower layer wrote earlier (a worker's own error record,
-/// its exception line) comes first.
+/// what was told around it: an error a lower layer wrote earlier (a worker's own error record,
+/// its exception line) comes first, else an echo after it that quotes a known cause (the engine
+/// core's `Worker failed with error '…'`).
 fn defer_to_the_last_words(order: &mut [usize], cands: &[Candidate], records: &[Record]) {
     let Some(&first) = order.first() else {
         return;
@@ -134,42 +135,54 @@ fn defer_to_the_last_words(order: &mut [usize], cands: &[Candidate], records: &[
     if c.class != Class::Weak || reported_dead(&report.body).next().is_none() {
         return;
     }
-    let told = order.iter().position(|&i| {
-        let d = &cands[i];
-        matches!(
-            d.class,
-            Class::Cause | Class::LoneException | Class::UnknownError | Class::IncompleteUnknown
-        ) && d.layer < c.layer
-            && records[d.record].lines[d.quote].no < report.no
-    });
+    let told = order
+        .iter()
+        .position(|&i| {
+            let d = &cands[i];
+            matches!(
+                d.class,
+                Class::Cause
+                    | Class::LoneException
+                    | Class::UnknownError
+                    | Class::IncompleteUnknown
+            ) && d.layer < c.layer
+                && records[d.record].lines[d.quote].no < report.no
+        })
+        .or_else(|| {
+            order.iter().position(|&i| {
+                let d = &cands[i];
+                d.class == Class::Echo
+                    && d.id != "unknown"
+                    && records[d.record].lines[d.quote].no > report.no
+            })
+        });
     if let Some(pos) = told {
         order[..=pos].rotate_right(1);
     }
 }
 
-/// vllm/_custom_ops.py's warning when the compiled ops do not load (`logger.warning("Failed to
-/// import from vllm._C with %r", e)`); the first op called then fails with `'_OpNamespace' '_C'
-/// object has no attribute …`.
-const C_IMPORT_FAILED: &str = "Failed to import from vllm._C with ";
+/// The warnings a compiled extension's failed import leaves, before the reason: vLLM's
+/// (vllm/_custom_ops.py, `logger.warning("Failed to import from vllm._C with %r", e)`; from 0.11
+/// vllm/platforms/interface.py, `… vllm._C: %r`) and vllm-ascend's
+/// (vllm_ascend/device_allocator/camem.py, `Failed to import vllm_ascend_C:%s`). The first op
+/// called then fails with `'_OpNamespace' '_C' object has no attribute …`. The noise rule of
+/// signatures.toml names the same texts, so the warning itself is never a failure.
+const C_IMPORT_FAILED: [&str; 3] = [
+    "Failed to import from vllm._C with ",
+    "Failed to import from vllm._C: ",
+    "Failed to import vllm_ascend_C:",
+];
 
-/// Why a compiled extension did not load, from its import warning: vLLM's own (above; from 0.11
-/// `Failed to import from vllm._C: %r`, vllm/platforms/interface.py) or a plugin's
-/// (`Failed to import vllm_ascend_C:%s`, vllm_ascend/device_allocator/camem.py).
+/// Why a compiled extension did not load, from its import warning.
 fn c_import_reason(body: &str) -> Option<&str> {
-    body.strip_prefix(C_IMPORT_FAILED)
-        .or_else(|| body.strip_prefix("Failed to import from vllm._C: "))
-        .or_else(|| body.strip_prefix("Failed to import vllm_ascend_C:"))
+    C_IMPORT_FAILED.iter().find_map(|w| body.strip_prefix(w))
 }
-
-/// At most this much of the text before a launch's banner is read for its import warnings.
-pub(crate) const PREAMBLE_BYTES_MAX: usize = 64 << 10;
 
 /// The compiled extension's import warning in the text a launch printed before its banner
 /// (vLLM imports its ops, and warns, before the API server logs its version).
 fn preamble_c_import_reason(b: &[u8], from: usize, to: usize, layers: &Layers) -> Option<String> {
     let to = to.min(b.len());
-    let from = from.max(to.saturating_sub(PREAMBLE_BYTES_MAX));
-    b[from..to].split(|&c| c == b'\n').find_map(|line| {
+    b[from.min(to)..to].split(|&c| c == b'\n').find_map(|line| {
         let p = parse_line_in(&line[..line.len().min(scan::LINE_BYTES_MAX)], layers);
         c_import_reason(p.body.as_ref()).map(str::to_string)
     })
@@ -328,28 +341,20 @@ fn prefer_the_exception(order: &mut [usize], cands: &[Candidate], records: &[Rec
 }
 
 /// A traceback cut before its exception line (or an error record with no exception) says where a
-/// process failed, not what failed, and a supervisor's report that a process died says only that. An echo that quotes a known cause (the engine core's
+/// process failed, not what failed. An echo that quotes a known cause (the engine core's
 /// `Worker failed with error '…'`, which carries its worker's exception message) is then the only
 /// statement of it, and goes first.
-fn prefer_the_quoted_cause(order: &mut [usize], cands: &[Candidate], records: &[Record]) {
+fn prefer_the_quoted_cause(order: &mut [usize], cands: &[Candidate]) {
     let Some(&first) = order.first() else {
         return;
     };
     let c = &cands[first];
-    let unstated =
-        matches!(c.class, Class::IncompleteUnknown | Class::UnknownError) && c.rule.is_none();
-    // A supervisor's report that a process died names a consequence; a quote after it names the
-    // cause.
-    let q = &records[c.record].lines[c.quote];
-    let death = c.class == Class::Weak && reported_dead(&q.body).next().is_some();
-    if !unstated && !death {
+    if !matches!(c.class, Class::IncompleteUnknown | Class::UnknownError) || c.rule.is_some() {
         return;
     }
     let quoted = order.iter().position(|&i| {
         let d = &cands[i];
-        d.class == Class::Echo
-            && d.id != "unknown"
-            && (!death || records[d.record].lines[d.quote].no > q.no)
+        d.class == Class::Echo && d.id != "unknown"
     });
     if let Some(pos) = quoted {
         order[..=pos].rotate_right(1);
@@ -960,7 +965,7 @@ pub fn analyze_launch(
     prefer_the_exception(&mut order, &cands, &records);
     prefer_the_detail(&mut order, &cands, &records);
     prefer_the_last_error(&mut order, &cands, &records);
-    prefer_the_quoted_cause(&mut order, &cands, &records);
+    prefer_the_quoted_cause(&mut order, &cands);
     name_by_the_wrapped_message(&order, &mut cands, &records);
 
     if explain {

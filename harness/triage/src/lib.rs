@@ -133,8 +133,10 @@ fn launches_of(b: &[u8], bounds: &[segment::Boundary]) -> Vec<Launch> {
     out
 }
 
-/// At most this many lines before a launch's banner are its import-time output.
+/// At most this many lines, and this many bytes, before a launch's banner are its import-time
+/// output.
 const PREAMBLE_LINES: usize = 16;
+const PREAMBLE_BYTES_MAX: usize = 64 << 10;
 
 /// The start of the [`PREAMBLE_LINES`] lines before `start`, not before `floor`.
 fn preamble_start(b: &[u8], floor: usize, start: usize) -> usize {
@@ -255,7 +257,7 @@ pub fn triage(b: &[u8], opts: &Options<'_>) -> Output {
         let preamble = (i > 0).then(|| {
             let floor = launches[i - 1]
                 .start
-                .max(l.start.saturating_sub(analyze::PREAMBLE_BYTES_MAX));
+                .max(l.start.saturating_sub(PREAMBLE_BYTES_MAX));
             (preamble_start(b, floor, l.start), l.start)
         });
         let region = Region {

@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use super::grammar::{HeaderKind, Level, ParsedLine, StreamKey};
+use super::grammar::{vllm_header_len, HeaderKind, Level, ParsedLine, StreamKey};
 
 /// What a line is inside a record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -257,23 +257,18 @@ pub fn resplit(line: &[u8]) -> Option<Vec<&[u8]>> {
     Some(out)
 }
 
-/// Where the line's own record header (its text up to the `] ` after a level and a location,
-/// within its first 160 bytes) recurs after a space.
+/// Where the line's own vLLM record header (`ERROR 04-03 06:51:54 [engine.py:448] `, as
+/// [`vllm_header_len`] reads it) recurs after a space.
 fn recurring_header_points(line: &[u8]) -> Vec<usize> {
-    let head = &line[..line.len().min(160)];
-    let Some(end) = memchr::memmem::find(head, b"] ") else {
+    let head = &line[..line.len().min(260)];
+    let head = std::str::from_utf8(head)
+        .unwrap_or_else(|e| std::str::from_utf8(&head[..e.valid_up_to()]).expect("valid prefix"));
+    let Some(len) = vllm_header_len(head) else {
         return Vec::new();
     };
-    let header = &line[..end + 2];
-    let leveled = [&b"ERROR "[..], b"WARNING ", b"INFO ", b"CRITICAL "]
-        .iter()
-        .any(|lv| memchr::memmem::find(header, lv).is_some());
-    if !leveled || header.len() < 16 {
-        return Vec::new();
-    }
-    let mut pat = Vec::with_capacity(header.len() + 1);
+    let mut pat = Vec::with_capacity(len + 1);
     pat.push(b' ');
-    pat.extend_from_slice(header);
+    pat.extend_from_slice(&line[..len]);
     memchr::memmem::find_iter(line, &pat)
         .map(|p| p + 1)
         .collect()
