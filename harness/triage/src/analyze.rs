@@ -530,7 +530,14 @@ fn classify(rec: &Record, rules: &RuleSet) -> Option<(Class, Option<usize>, usiz
                     .frames
                     .as_ref()
                     .is_none_or(|f| context.iter().any(|c| f.is_match(c)));
-                level_ok && frames_ok
+                let raised_ok = r.raised_in.as_ref().is_none_or(|f| {
+                    rec.lines[..i]
+                        .iter()
+                        .rev()
+                        .find(|l| l.role == LineRole::Frame)
+                        .is_some_and(|l| f.is_match(&l.body))
+                });
+                level_ok && frames_ok && raised_ok
             })
             .collect();
         if line_rules
@@ -1323,6 +1330,32 @@ mod tests {
             panic!("one verdict")
         };
         v
+    }
+
+    #[test]
+    fn a_call_signature_error_is_a_version_mismatch_only_across_packages() {
+        // A plugin calling vLLM with arguments vLLM no longer takes: the two were built for
+        // different releases. The same TypeError raised inside vLLM's own code is a bug of one
+        // release, which no rule names.
+        let across = "\
+Traceback (most recent call last):
+  File \"/usr/local/lib/python3.11/site-packages/vllm/v1/engine/core.py\", line 83, in __init__
+  File \"/vllm-workspace/vllm-ascend/vllm_ascend/worker/model_runner_v1.py\", line 301, in __init__
+    self.attn_backend = get_attn_backend(0, self.dtype, None, 128, use_mla=True)
+TypeError: get_attn_backend() got multiple values for argument 'use_mla'
+";
+        let rc = one(across).root_cause.expect("a root cause");
+        assert_eq!(
+            (rc.line, rc.id.as_str()),
+            (5, "dependency_version_mismatch"),
+            "{rc:?}"
+        );
+        let within = across.replace(
+            "/vllm-workspace/vllm-ascend/vllm_ascend/",
+            "/usr/local/lib/python3.11/site-packages/vllm/",
+        );
+        let rc = one(&within).root_cause.expect("a root cause");
+        assert_eq!((rc.line, rc.id.as_str()), (5, "unknown"), "{rc:?}");
     }
 
     #[test]

@@ -72,6 +72,9 @@ pub struct Rule {
     pub role: Role,
     pub regex: LazyRegex,
     pub frames: Option<LazyRegex>,
+    /// Must match the traceback's innermost frame above the line: the code that raised (a
+    /// call across packages, say, where `frames` would accept any frame of the traceback).
+    pub raised_in: Option<LazyRegex>,
     pub prefer: Option<LazyRegex>,
     pub any_level: bool,
     /// An echo or weak rule that decides its line whatever cause rule also matches it: the line
@@ -105,6 +108,7 @@ struct RawRule {
     literals: Vec<String>,
     regex: String,
     frames: Option<String>,
+    raised_in: Option<String>,
     prefer: Option<String>,
     #[serde(default)]
     any_level: bool,
@@ -310,6 +314,11 @@ fn parse(text: &str, source: &str, user: bool) -> Result<Vec<Rule>, RuleError> {
                 .as_deref()
                 .map(|f| compile("frames", f))
                 .transpose()?,
+            raised_in: r
+                .raised_in
+                .as_deref()
+                .map(|f| compile("raised_in", f))
+                .transpose()?,
             prefer: r
                 .prefer
                 .as_deref()
@@ -353,6 +362,7 @@ mod tests {
             for (what, re) in [
                 ("regex", Some(&r.regex)),
                 ("frames", r.frames.as_ref()),
+                ("raised_in", r.raised_in.as_ref()),
                 ("prefer", r.prefer.as_ref()),
             ] {
                 if let Some(re) = re {
