@@ -361,25 +361,51 @@ fn prefer_the_quoted_cause(order: &mut [usize], cands: &[Candidate]) {
     }
 }
 
-/// An exception whose message a paste wrapped onto the next line (`ImportError: /x/_C.abi3.so:`,
-/// then `undefined symbol: …`): the signature of that line names the exception.
-fn name_by_the_wrapped_message(order: &[usize], cands: &mut [Candidate], records: &[Record]) {
+/// An exception named by what is printed right under it:
+/// - its message, which a paste wrapped onto the next line (`ImportError: /x/_C.abi3.so:`, then
+///   `undefined symbol: …`): the signature of that line names the exception;
+/// - the accelerator runtime's own report of why the call failed, printed after a runtime's
+///   exception (CANN's `EE9999: Inner Error!` block under torch_npu's `HCCL function error: …`,
+///   with `rtGetDeviceIndexByPhyId execute failed, reason=[device id error]`): a rule that names
+///   the reason names the exception, whose line stays the root cause.
+fn name_by_what_follows(
+    order: &[usize],
+    cands: &mut [Candidate],
+    records: &[Record],
+    rules: &RuleSet,
+) {
     let Some(&first) = order.first() else {
         return;
     };
     let c = &cands[first];
-    if c.rule.is_some() || !matches!(c.class, Class::LoneException | Class::Cause) {
+    if !matches!(c.class, Class::LoneException | Class::Cause) {
         return;
     }
     let q = &records[c.record].lines[c.quote];
-    if !q.body.trim_end().ends_with(':') {
-        return;
-    }
-    let wrapped = order.iter().copied().find(|&i| {
-        let d = &cands[i];
-        d.class == Class::BareCause && records[d.record].lines[d.quote].no == q.no + 1
-    });
-    if let Some(w) = wrapped {
+    let named = if c.rule.is_none() && q.body.trim_end().ends_with(':') {
+        order.iter().copied().find(|&i| {
+            let d = &cands[i];
+            d.class == Class::BareCause && records[d.record].lines[d.quote].no == q.no + 1
+        })
+    } else if let Some(rule) = c.rule {
+        // The runtime's report follows in the exception's process, as bare lines (its
+        // `EE9999` markers are not records of their own); the reason line a rule names, with a
+        // stronger rule than the exception's, says why the call failed.
+        let prio = |r: usize| rules.rules()[r].priority;
+        order.iter().copied().find(|&i| {
+            let d = &cands[i];
+            let dq = &records[d.record].lines[d.quote];
+            d.class == Class::BareCause
+                && d.id != c.id
+                && d.rule.is_some_and(|r| prio(r) > prio(rule))
+                && dq.no > q.no
+                && dq.no <= q.no + 8
+                && records[d.record].process == records[c.record].process
+        })
+    } else {
+        None
+    };
+    if let Some(w) = named {
         let (id, rule) = (cands[w].id.clone(), cands[w].rule);
         cands[first].id = id;
         cands[first].rule = rule;
@@ -818,11 +844,15 @@ pub fn analyze_launch(
             }
             if let Some(pid) = p.pid {
                 // A different API server, or a writer first seen after a NUL hole (an older
-                // server still writing at its old offset), belongs to another launch.
-                let is_api = p
-                    .process
-                    .as_deref()
-                    .is_some_and(|n| n.starts_with("APIServer") || n.starts_with("ApiServer"));
+                // server still writing at its old offset), belongs to another launch. The API
+                // servers vLLM starts side by side (`--api-server-count`, data parallel) are named
+                // `ApiServer_<i>` (vllm/v1/utils.py APIServerProcessManager): one launch.
+                let is_api = p.process.as_deref().is_some_and(|n| {
+                    (n.starts_with("APIServer") || n.starts_with("ApiServer"))
+                        && !n
+                            .rsplit_once('_')
+                            .is_some_and(|(_, i)| i.bytes().all(|b| b.is_ascii_digit()))
+                });
                 if is_api && api_pid.is_none() {
                     api_pid = Some(pid);
                 }
@@ -973,7 +1003,7 @@ pub fn analyze_launch(
     prefer_the_detail(&mut order, &cands, &records);
     prefer_the_last_error(&mut order, &cands, &records);
     prefer_the_quoted_cause(&mut order, &cands);
-    name_by_the_wrapped_message(&order, &mut cands, &records);
+    name_by_what_follows(&order, &mut cands, &records, rules);
 
     if explain {
         for &i in &order {
@@ -1356,6 +1386,45 @@ TypeError: get_attn_backend() got multiple values for argument 'use_mla'
         );
         let rc = one(&within).root_cause.expect("a root cause");
         assert_eq!((rc.line, rc.id.as_str()), (5, "unknown"), "{rc:?}");
+    }
+
+    #[test]
+    fn api_servers_started_side_by_side_are_one_launch() {
+        // vLLM names the API servers it starts together ApiServer_0, ApiServer_1, …: a second
+        // one's traceback is this launch's, not an older server's still writing to the file.
+        let v = one("\
+(ApiServer_3 pid=39385) Traceback (most recent call last):
+(ApiServer_3 pid=39385)   File \"/usr/local/lib/python3.12/dist-packages/uvloop/__init__.py\", line 96, in run
+[...]
+(ApiServer_2 pid=39384)   File \"/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/core_client.py\", line 535, in __init__
+(ApiServer_2 pid=39384)     raise TimeoutError(
+(ApiServer_2 pid=39384) TimeoutError: Timed out waiting for engines to send initial message on input socket.
+");
+        let rc = v.root_cause.expect("a root cause");
+        assert_eq!(
+            (rc.line, rc.id.as_str()),
+            (6, "engine_ready_timeout"),
+            "{rc:?}"
+        );
+    }
+
+    #[test]
+    fn the_runtime_report_under_an_exception_names_it() {
+        // torch_npu's HCCL error, then CANN's inner-error report whose reason a rule names: the
+        // exception line stays the root cause and takes the reason's id.
+        let v = one("\
+[rank0]: RuntimeError: create_config:build/CMakeFiles/torch_npu.dir/compiler_depend.ts:102 HCCL function error: hcclCommInitRootInfoConfig(numRanks, &rootInfo, rank, config, &(comm->hcclComm_)), error code is 15
+[rank0]: [ERROR] 2025-04-27-03:11:08 (PID:540988, Device:0, RankID:0) ERR02200 DIST call hccl api failed.
+[rank0]: EE9999: Inner Error!
+[rank0]:         TraceBack (most recent call last):
+[rank0]:        rtGetDeviceIndexByPhyId execute failed, reason=[device id error][FUNC:FuncErrorReason][FILE:error_message_manage.cc][LINE:53]
+");
+        let rc = v.root_cause.expect("a root cause");
+        assert_eq!(
+            (rc.line, rc.id.as_str()),
+            (1, "device_visibility_mismatch"),
+            "{rc:?}"
+        );
     }
 
     #[test]
