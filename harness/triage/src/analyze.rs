@@ -233,6 +233,17 @@ fn explained_by_the_c_import(
     told.first().map_or(id, |&r| rules.rules()[r].id.clone())
 }
 
+/// A line of CANN's error report, the detail the Ascend runtime prints under a failed call:
+/// its error code first (`EE9999: …`, `EZ9999[PID: …]`, `EL0004: …`, `EJ0003: …`), two capitals
+/// and four digits.
+fn is_cann_report(body: &str) -> bool {
+    let b = body.trim_start().as_bytes();
+    b.len() > 6
+        && b[..2].iter().all(u8::is_ascii_uppercase)
+        && b[2..6].iter().all(u8::is_ascii_digit)
+        && matches!(b[6], b':' | b'[')
+}
+
 /// CPython's caret/tilde line under a code line (`    ^^^^^^`, `~~~^~~`).
 fn is_caret(body: &str) -> bool {
     let t = body.trim();
@@ -387,7 +398,8 @@ fn name_by_what_follows(
             let d = &cands[i];
             d.class == Class::BareCause && records[d.record].lines[d.quote].no == q.no + 1
         })
-    } else if let Some(rule) = c.rule {
+    } else {
+        let floor = c.rule.map_or(i32::MIN, |r| rules.rules()[r].priority);
         // The runtime's report follows in the exception's process, as bare lines (its
         // `EE9999` markers are not records of their own); the reason line a rule names, with a
         // stronger rule than the exception's, says why the call failed.
@@ -397,13 +409,11 @@ fn name_by_what_follows(
             let dq = &records[d.record].lines[d.quote];
             d.class == Class::BareCause
                 && d.id != c.id
-                && d.rule.is_some_and(|r| prio(r) > prio(rule))
+                && d.rule.is_some_and(|r| prio(r) > floor)
                 && dq.no > q.no
                 && dq.no <= q.no + 8
                 && records[d.record].process == records[c.record].process
         })
-    } else {
-        None
     };
     if let Some(w) = named {
         let (id, rule) = (cands[w].id.clone(), cands[w].rule);
@@ -664,6 +674,7 @@ fn classify(rec: &Record, rules: &RuleSet) -> Option<(Class, Option<usize>, usiz
             Some(e)
                 if rec.lines[li].role == LineRole::Continuation
                     && (rec.lines[e].body.trim_end().ends_with(':')
+                        || is_cann_report(&rec.lines[li].body)
                         || rules
                             .matches(&rec.lines[e].body)
                             .iter()
@@ -1425,6 +1436,30 @@ TypeError: get_attn_backend() got multiple values for argument 'use_mla'
             (1, "device_visibility_mismatch"),
             "{rc:?}"
         );
+    }
+
+    #[test]
+    fn a_cann_report_inside_the_record_names_its_exception() {
+        // The reason CANN prints under torch_npu's exception, in the same logged record: the
+        // exception line is the root cause, the report's rule its id.
+        let v = one("\
+(VllmWorker TP2 pid=7) ERROR 08-27 01:44:46 [multiproc_executor.py:602] Traceback (most recent call last):
+(VllmWorker TP2 pid=7) ERROR 08-27 01:44:46 [multiproc_executor.py:602]   File \"/w/vllm_ascend/quantization/w8a8_dynamic.py\", line 384, in init_routing_quant
+(VllmWorker TP2 pid=7) ERROR 08-27 01:44:46 [multiproc_executor.py:602]     global_expert_tokens = torch.bincount(expanded_expert_idx,
+(VllmWorker TP2 pid=7) ERROR 08-27 01:44:46 [multiproc_executor.py:602] RuntimeError: operator():build/CMakeFiles/torch_npu.dir/compiler_depend.ts:47 NPU function error: c10_npu::acl::AclrtSynchronizeStreamWithTimeout(copy_stream), error code is 107027
+(VllmWorker TP2 pid=7) ERROR 08-27 01:44:46 [multiproc_executor.py:602] EE9999: Inner Error!
+(VllmWorker TP2 pid=7) ERROR 08-27 01:44:46 [multiproc_executor.py:602] EE9999: [PID: 7] 2025-08-27-01:44:46.558.672 Not allow to synchronize captured-stream, stream_id=9.
+");
+        let rc = v.root_cause.expect("a root cause");
+        assert_eq!(
+            (rc.line, rc.id.as_str()),
+            (4, "cudagraph_capture_failed"),
+            "{rc:?}"
+        );
+        assert!(super::is_cann_report(
+            "EZ9999[PID: 940664] HCCL_BUFFSIZE is too SMALL"
+        ));
+        assert!(!super::is_cann_report("ERROR 08-27 01:44:46 [x.py:1] y"));
     }
 
     #[test]
