@@ -161,6 +161,49 @@ fn defer_to_the_last_words(order: &mut [usize], cands: &[Candidate], records: &[
     }
 }
 
+/// A process's report of a fatal signal in native code (`!!!!!!! Segfault encountered !!!!!!!`,
+/// UCX's `Caught signal 11 (Segmentation fault: …)`) first is the end of what it told just before
+/// it: an error record of its own a few lines above with no signature of its own (a library's
+/// `[HAMI-core ERROR (…)]: Illegal device id: …`) says why it crashed. That record's line goes
+/// first, named by the signal's rule. A supervisor's report that another process died is not
+/// its own crash (`defer_to_the_last_words` handles it).
+fn last_words_before_a_crash(order: &mut [usize], cands: &mut [Candidate], records: &[Record]) {
+    let Some(&first) = order.first() else {
+        return;
+    };
+    let c = &cands[first];
+    let rec = &records[c.record];
+    let report = &rec.lines[c.quote];
+    if c.class != Class::Weak || reported_dead(&report.body).next().is_some() {
+        return;
+    }
+    let told = order
+        .iter()
+        .enumerate()
+        .filter(|&(_, &i)| {
+            let d = &cands[i];
+            let drec = &records[d.record];
+            let no = drec.lines[d.quote].no;
+            d.class == Class::UnknownError
+                && !drec.traceback
+                && drec.process == rec.process
+                && no < report.no
+                && no + LAST_WORDS_LINES >= report.no
+        })
+        .min_by_key(|&(_, &i)| records[cands[i].record].lines[cands[i].quote].no)
+        .map(|(pos, _)| pos);
+    if let Some(pos) = told {
+        let (id, rule) = (c.id.clone(), c.rule);
+        let w = order[pos];
+        cands[w].id = id;
+        cands[w].rule = rule;
+        order[..=pos].rotate_right(1);
+    }
+}
+
+/// How far above a crash report its process's last words may stand.
+const LAST_WORDS_LINES: u64 = 3;
+
 /// The warnings a compiled extension's failed import leaves, before the reason: vLLM's
 /// (vllm/_custom_ops.py, `logger.warning("Failed to import from vllm._C with %r", e)`; from 0.11
 /// vllm/platforms/interface.py, `… vllm._C: %r`) and vllm-ascend's
@@ -1009,6 +1052,7 @@ pub fn analyze_launch(
     });
     defer_to_the_dead(&mut order, &cands, &records);
     defer_to_the_last_words(&mut order, &cands, &records);
+    last_words_before_a_crash(&mut order, &mut cands, &records);
     prefer_the_exception(&mut order, &cands, &records);
     prefer_the_detail(&mut order, &cands, &records);
     prefer_the_last_error(&mut order, &cands, &records);

@@ -458,6 +458,31 @@ fn tracing_header(s: &str) -> Option<(Level, usize)> {
     well_formed.then(|| (level, s.len() - rest.len() + target_len + 2))
 }
 
+/// A native library's log line whose level stands inside its leading bracketed tag, then the
+/// message: `[HAMI-core ERROR (pid:565 thread=… multiprocess_memory_limit.c:831)]: Illegal
+/// device id: …` (HAMi's GPU-sharing shim), `[TensorRT-LLM][ERROR] …`. At most three tags; the
+/// level is a whole upper-case word of one of them.
+fn bracket_level_header(s: &str) -> Option<(Level, usize)> {
+    let mut level = None;
+    let mut len = 0;
+    for _ in 0..3 {
+        let Some(tag) = s[len..].strip_prefix('[') else {
+            break;
+        };
+        let close = head(tag, 160).find(']')?;
+        let inner = &tag[..close];
+        if level.is_none() {
+            level = inner.split([' ', '(', ')', ':']).find_map(level_word);
+        }
+        len += close + 2;
+    }
+    let level = level?;
+    let rest = &s[len..];
+    let body = rest.strip_prefix(':').unwrap_or(rest);
+    let body = body.strip_prefix(' ').unwrap_or(body);
+    Some((level, s.len() - body.len()))
+}
+
 /// Whether a log header or process prefix starts somewhere inside `body` (two writers' bytes
 /// in one line).
 fn has_inner_header(body: &str, own_pid: Option<u32>) -> bool {
@@ -662,7 +687,10 @@ fn parse_str<'a>(t: &'a str, layers: &Layers) -> ParsedLine<'a> {
             out.pid = npid;
         }
         out.body = Cow::Borrowed(&rest[len..]);
-    } else if let Some((level, len)) = foreign_header(rest).or_else(|| tracing_header(rest)) {
+    } else if let Some((level, len)) = foreign_header(rest)
+        .or_else(|| tracing_header(rest))
+        .or_else(|| bracket_level_header(rest))
+    {
         out.level = Some(level);
         out.header = HeaderKind::Foreign;
         out.body = Cow::Borrowed(&rest[len..]);
@@ -747,5 +775,26 @@ mod tests {
         assert!(p.interleaved);
         let p = parse_line(b"\xff\xfe garbage \x00\x00 text");
         assert!(p.body.contains('\u{fffd}'));
+    }
+
+    #[test]
+    fn a_native_librarys_bracketed_level() {
+        let p = parse_line(b"[HAMI-core ERROR (pid:565 thread=1402 multiprocess_memory_limit.c:831)]: Illegal device id: 8");
+        assert_eq!(
+            (p.level, p.header),
+            (Some(Level::Error), HeaderKind::Foreign)
+        );
+        assert_eq!(p.body, "Illegal device id: 8");
+        let p = parse_line(b"[TensorRT-LLM][WARNING] Fall back to unfused MHA");
+        assert_eq!(p.level, Some(Level::Warning));
+        assert_eq!(p.body, "Fall back to unfused MHA");
+        // A tag without a level word, and an excerpt's elision mark, are no header.
+        for line in [
+            &b"[Gloo] Rank 0 is connected to 1 peer ranks."[..],
+            b"[...]",
+            b"[unterminated ERROR",
+        ] {
+            assert_eq!(parse_line(line).header, HeaderKind::None);
+        }
     }
 }
