@@ -564,6 +564,41 @@ fn normalize(s: &str) -> String {
     n.chars().take(160).collect()
 }
 
+/// The message of a `Type: message` line.
+fn exception_message(body: &str) -> &str {
+    body.split_once(": ").map_or("", |(_, m)| m).trim()
+}
+
+/// The exception line of a chain that states the failure, from the line chosen (the chain's
+/// last):
+/// - torch.dynamo's `BackendCompilerFailed: backend='…' raised:` puts the exception the backend
+///   raised on the next line (`AssertionError: …`; torch/_dynamo/exc.py builds the message as
+///   `backend={name!r} raised:\n{type}: {exception}`): that line;
+/// - a later exception that repeats an earlier one's message (`raise RuntimeError(error)` in a
+///   handler, `DeferredCudaCallError: CUDA call failed lazily at initialization with error: …`
+///   raised from it) wraps it: the earliest exception whose message it quotes.
+fn origin_in_chain(rec: &Record, li: usize) -> usize {
+    let line = &rec.lines[li];
+    if line.body.trim_end().ends_with(" raised:") {
+        if let Some(next) = rec.lines.get(li + 1) {
+            if is_exception_statement(&next.body) {
+                return li + 1;
+            }
+        }
+    }
+    if line.role != LineRole::Exception {
+        return li;
+    }
+    let said = exception_message(&line.body);
+    rec.lines[..li]
+        .iter()
+        .position(|l| {
+            let m = exception_message(&l.body);
+            l.role == LineRole::Exception && m.len() >= 12 && said.contains(m)
+        })
+        .unwrap_or(li)
+}
+
 fn classify(rec: &Record, rules: &RuleSet) -> Option<(Class, Option<usize>, usize)> {
     // A traceback header and nothing else (or an excerpt's elision mark): the writer has not
     // got further (yet), or the text is not there.
@@ -737,6 +772,7 @@ fn classify(rec: &Record, rules: &RuleSet) -> Option<(Class, Option<usize>, usiz
         };
         // Pydantic's summary (`ValidationError: 1 validation error for ModelConfig`) is
         // followed in the same record by the detail that states the cause.
+        let li = origin_in_chain(rec, li);
         let li = if is_pydantic_summary(&rec.lines[li].body) {
             rec.lines
                 .iter()
@@ -770,7 +806,7 @@ fn classify(rec: &Record, rules: &RuleSet) -> Option<(Class, Option<usize>, usiz
             ) {
                 return Some((Class::Warned, None, i));
             }
-            return Some((Class::Cause, None, i));
+            return Some((Class::Cause, None, origin_in_chain(rec, i)));
         }
         return Some((Class::UnknownError, None, i));
     }
@@ -1722,5 +1758,66 @@ INFO:     127.0.0.1:34636 - \"POST /v1/completions HTTP/1.1\" 400 Bad Request
         let log = "(EngineCore pid=4) WARNING 06-11 01:28:03 [import_utils.py:408] ImportError: cannot import name '_C' from partially initialized module 'deep_gemm'\n\
                    (EngineCore pid=4) ERROR 06-11 01:28:58 [core.py:1199] RuntimeError: Error in function 'BatchPrefill' at prefill.cuh:3201: Unsupported max_mma_kv: 0\n";
         assert_eq!(root(log).0, 2);
+    }
+
+    #[test]
+    fn a_crash_report_defers_to_the_error_its_process_printed_just_before() {
+        let log = "\
+(Worker pid=7) INFO 05-11 15:34:02 [pynccl.py:111] vLLM is using nccl==2.28.9
+[HAMI-core ERROR (pid:7 thread=1 multiprocess_memory_limit.c:1255)]: Illegal device id: 31069
+!!!!!!! Segfault encountered !!!!!!!
+  File \"/libvgpu/src/multiprocess/multiprocess_memory_limit.c\", line 469, in add_gpu_device_memory_usage
+  File \"<unknown>\", line 0, in _PyObject_MakeTpCall
+";
+        assert_eq!(root(log), (2, "worker_killed_by_signal".to_string()));
+        // Without the error record, the banner itself (not a frame of its native stack).
+        let alone = log
+            .lines()
+            .filter(|l| !l.contains("HAMI"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        assert_eq!(root(&alone), (2, "worker_killed_by_signal".to_string()));
+    }
+
+    #[test]
+    fn a_chained_exception_that_repeats_an_earlier_message_wraps_it() {
+        let log = "\
+Traceback (most recent call last):
+  File \"/x/vllm/v1/attention/backends/flash_attn.py\", line 182, in __init__
+    raise ValueError(
+ValueError: Something the backend cannot do here.
+
+During handling of the above exception, another exception occurred:
+
+Traceback (most recent call last):
+  File \"/x/unsloth_zoo/vllm_utils.py\", line 1690, in load_vllm
+    raise RuntimeError(error)
+RuntimeError: Something the backend cannot do here.
+";
+        assert_eq!(root(log).0, 4);
+    }
+
+    #[test]
+    fn dynamo_names_the_exception_its_backend_raised_on_the_next_line() {
+        let log = "\
+ERROR 05-28 18:58:32 [core.py:522] Traceback (most recent call last):
+ERROR 05-28 18:58:32 [core.py:522]   File \"/x/vllm/compilation/compiler_interface.py\", line 414, in compile
+ERROR 05-28 18:58:32 [core.py:522]     assert hash_str is not None, (
+ERROR 05-28 18:58:32 [core.py:522] torch._dynamo.exc.BackendCompilerFailed: backend='<vllm.compilation.backends.VllmBackend object at 0x7f>' raised:
+ERROR 05-28 18:58:32 [core.py:522] AssertionError: failed to get the hash of the compiled graph
+ERROR 05-28 18:58:32 [core.py:522]
+";
+        assert_eq!(root(log).0, 5);
+    }
+
+    #[test]
+    fn a_compiler_that_crashed_is_a_failure_of_its_own() {
+        let log = "\
+neuronx-cc terminated abnormally - Please open a support ticket at https://example.invalid/new
+(EngineCore_DP0 pid=15120) ERROR 01-27 16:26:16 [core.py:866] EngineCore failed to start.
+(EngineCore_DP0 pid=15120) ERROR 01-27 16:26:16 [core.py:866] Traceback (most recent call last):
+(EngineCore_DP0 pid=15120) ERROR 01-27 16:26:16 [core.py:866]   File \"/x/vllm/v1/engine/core.py\", line 857, in run_engine_core
+";
+        assert_eq!(root(log).0, 1);
     }
 }

@@ -668,6 +668,13 @@ fn parse_str<'a>(t: &'a str, layers: &Layers) -> ParsedLine<'a> {
             out.pid = gpid;
         }
         out.body = Cow::Borrowed(&rest[len..]);
+    } else if let Some((level, loc, len)) = c10_header(rest) {
+        // torch's c10 logging without the rank prefix torchrun adds: `[E329 06:28:12.542939754
+        // socket.cpp:1023] [c10d] The client socket has timed out …`.
+        out.level = Some(level);
+        out.header = HeaderKind::C10;
+        out.location = Some(Cow::Borrowed(loc));
+        out.body = Cow::Borrowed(&rest[len..]);
     } else if let Some(after) = rest.strip_prefix("INFO:     ") {
         out.level = Some(Level::Info);
         out.header = HeaderKind::Uvicorn;
@@ -775,6 +782,16 @@ mod tests {
         assert!(p.interleaved);
         let p = parse_line(b"\xff\xfe garbage \x00\x00 text");
         assert!(p.body.contains('\u{fffd}'));
+    }
+
+    #[test]
+    fn c10_header_without_a_rank_prefix() {
+        let p = parse_line(
+            b"[E329 06:28:12.542939754 socket.cpp:1023] [c10d] The client socket has timed out.",
+        );
+        assert_eq!((p.level, p.header), (Some(Level::Error), HeaderKind::C10));
+        assert_eq!(p.location.as_deref(), Some("socket.cpp:1023"));
+        assert_eq!(p.body, "[c10d] The client socket has timed out.");
     }
 
     #[test]

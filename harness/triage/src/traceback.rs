@@ -168,6 +168,13 @@ pub fn is_tool_fatal(body: &str) -> bool {
     if let Some(rest) = body.strip_prefix("ptxas") {
         return rest.trim_start().starts_with("fatal") || rest.starts_with(" error");
     }
+    // A compiler driver's report that its compiler crashed: `neuronx-cc terminated abnormally -
+    // Please open a support ticket …` (the AWS Neuron compiler, before the engine's traceback).
+    if let Some((program, _)) = body.split_once(" terminated abnormally") {
+        return !program.is_empty()
+            && !program.contains(' ')
+            && program.starts_with(|c: char| c.is_ascii_alphabetic());
+    }
     let Some((tool, rest)) = body.split_once(": ") else {
         return false;
     };
