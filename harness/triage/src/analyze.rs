@@ -16,7 +16,8 @@ use super::rules::{Role, RuleSet};
 use super::scan::{self, WindowedLines};
 use super::segment::{is_config_dump, is_engine_init};
 use super::traceback::{
-    is_elision, is_exception_statement, is_tool_fatal, resplit, Assembler, LineRole, Record,
+    is_elision, is_exception_statement, is_ignored_exception_head, is_tool_fatal, resplit,
+    Assembler, LineRole, Record,
 };
 use super::verdict::{Damage, RootCause, Secondary, Stale, Status, Verdict, VERDICT_SCHEMA};
 
@@ -200,6 +201,80 @@ fn last_words_before_a_crash(order: &mut [usize], cands: &mut [Candidate], recor
         order[..=pos].rotate_right(1);
     }
 }
+
+/// A bare exception line a paste put above the log it summarises (the error first, then the
+/// whole output) repeats the exception line of a traceback further down in the same stream: it is
+/// that failure, told twice, and the traceback's place in the log is the one that counts.
+fn demote_summaries(cands: &mut [Candidate], records: &[Record]) {
+    for i in 0..cands.len() {
+        let c = &cands[i];
+        let rec = &records[c.record];
+        if !matches!(c.class, Class::Cause | Class::LoneException)
+            || rec.traceback
+            || rec.lines.len() != 1
+            || rec.header != HeaderKind::None
+        {
+            continue;
+        }
+        let said = rec.lines[c.quote].body.trim();
+        let told_again = cands.iter().any(|d| {
+            let drec = &records[d.record];
+            let dq = &drec.lines[d.quote];
+            drec.traceback
+                && drec.process == rec.process
+                && dq.no > rec.lines[c.quote].no
+                && dq.role == LineRole::Exception
+                && dq.body.trim() == said
+        });
+        if told_again {
+            cands[i].class = Class::Echo;
+        }
+    }
+}
+
+/// An exception whose message ends with `:` and carries a child process's output (vLLM's P2P
+/// check: `Error happened when batch testing peer-to-peer access from … to …:` and then the
+/// stderr of the subprocess it ran, in vllm/distributed/device_communicators/
+/// custom_all_reduce_utils.py) is told in detail by the child's own traceback that follows: the
+/// first exception of a traceback of the same process within a few dozen lines, that no rule
+/// names. Its line goes first, named by the wrapper's rule.
+fn detail_of_the_child(order: &mut [usize], cands: &mut [Candidate], records: &[Record]) {
+    let Some(&first) = order.first() else {
+        return;
+    };
+    let c = &cands[first];
+    let rec = &records[c.record];
+    let q = &rec.lines[c.quote];
+    if c.rule.is_none() || !q.body.trim_end().ends_with(':') || q.role != LineRole::Exception {
+        return;
+    }
+    let child = order
+        .iter()
+        .enumerate()
+        .filter(|&(_, &i)| {
+            let d = &cands[i];
+            let drec = &records[d.record];
+            let dq = &drec.lines[d.quote];
+            d.rule.is_none()
+                && matches!(d.class, Class::Cause | Class::LoneException)
+                && drec.traceback
+                && drec.process == rec.process
+                && dq.no > q.no
+                && dq.no <= q.no + CHILD_DETAIL_LINES
+        })
+        .min_by_key(|&(_, &i)| records[cands[i].record].lines[cands[i].quote].no)
+        .map(|(pos, _)| pos);
+    if let Some(pos) = child {
+        let (id, rule) = (c.id.clone(), c.rule);
+        let w = order[pos];
+        cands[w].id = id;
+        cands[w].rule = rule;
+        order[..=pos].rotate_right(1);
+    }
+}
+
+/// How far below a wrapper's message its child's traceback may end.
+const CHILD_DETAIL_LINES: u64 = 40;
 
 /// How far above a crash report its process's last words may stand.
 const LAST_WORDS_LINES: u64 = 3;
@@ -608,6 +683,20 @@ fn classify(rec: &Record, rules: &RuleSet) -> Option<(Class, Option<usize>, usiz
         .all(|l| l.role == LineRole::TracebackStart || is_elision(&l.body))
     {
         return None;
+    }
+    // An exception CPython printed and ignored (in an atexit callback, a destructor): the process
+    // went on, whatever it says (Ray's SIGTERM handler's `SystemExit: 15` during shutdown).
+    if rec
+        .lines
+        .first()
+        .is_some_and(|l| is_ignored_exception_head(&l.body))
+    {
+        let i = rec
+            .lines
+            .iter()
+            .rposition(|l| l.role == LineRole::Exception)
+            .unwrap_or(0);
+        return Some((Class::Warned, None, i));
     }
     // Lines whose text a rule may match.
     let context: Vec<&str> = rec.lines.iter().map(|l| l.body.as_str()).collect();
@@ -1064,6 +1153,7 @@ pub fn analyze_launch(
             hung,
         });
     }
+    demote_summaries(&mut cands, &records);
     let mut order: Vec<usize> = (0..cands.len()).collect();
     order.sort_by_key(|&i| {
         let c = &cands[i];
@@ -1089,6 +1179,7 @@ pub fn analyze_launch(
     defer_to_the_dead(&mut order, &cands, &records);
     defer_to_the_last_words(&mut order, &cands, &records);
     last_words_before_a_crash(&mut order, &mut cands, &records);
+    detail_of_the_child(&mut order, &mut cands, &records);
     prefer_the_exception(&mut order, &cands, &records);
     prefer_the_detail(&mut order, &cands, &records);
     prefer_the_last_error(&mut order, &cands, &records);
@@ -1819,5 +1910,54 @@ neuronx-cc terminated abnormally - Please open a support ticket at https://examp
 (EngineCore_DP0 pid=15120) ERROR 01-27 16:26:16 [core.py:866]   File \"/x/vllm/v1/engine/core.py\", line 857, in run_engine_core
 ";
         assert_eq!(root(log).0, 1);
+    }
+
+    #[test]
+    fn an_exception_python_ignored_is_no_failure() {
+        let log = "\
+ERROR 02-09 02:31:11 engine.py:389] ValueError: Ray does not allocate any GPUs on the driver node.
+Exception ignored in atexit callback: <function shutdown at 0x7fa44c55bd80>
+Traceback (most recent call last):
+  File \"/x/ray/_private/worker.py\", line 1499, in sigterm_handler
+    sys.exit(signum)
+SystemExit: 15
+";
+        assert_eq!(root(log), (1, "ray_driver_node_without_gpu".to_string()));
+    }
+
+    #[test]
+    fn an_exception_pasted_above_its_log_is_that_logs_failure() {
+        // The reporter's summary line first, then the log: a plugin that failed to import, and
+        // the platform detection that failed because of it.
+        let log = "\
+RuntimeError: Failed to infer device type
+ERROR 04-16 13:55:44 __init__.py:46] Failed to load plugin ascend
+ERROR 04-16 13:55:44 __init__.py:46] Traceback (most recent call last):
+ERROR 04-16 13:55:44 __init__.py:46]   File \"/x/vllm/plugins/__init__.py\", line 41, in load_plugins_by_group
+ERROR 04-16 13:55:44 __init__.py:46] ModuleNotFoundError: No module named 'vllm_ascend'
+INFO 04-16 13:55:44 __init__.py:211] No platform detected, vLLM is running on UnspecifiedPlatform
+Traceback (most recent call last):
+  File \"/x/vllm/engine/arg_utils.py\", line 1, in create_engine_config
+    device_config = DeviceConfig(device=self.device)
+RuntimeError: Failed to infer device type
+";
+        assert_eq!(root(log).0, 5);
+    }
+
+    #[test]
+    fn a_wrappers_message_that_carries_a_childs_output_defers_to_the_childs_exception() {
+        let log = "\
+[rank0]: Traceback (most recent call last):
+[rank0]:   File \"/x/vllm/distributed/device_communicators/custom_all_reduce_utils.py\", line 223, in gpu_p2p_access_check
+[rank0]:     raise RuntimeError(
+[rank0]: RuntimeError: Error happened when batch testing peer-to-peer access from (0, 0, 1, 1) to (0, 1, 0, 1):
+[rank0]: some noise of the child
+[rank0]: Process SpawnProcess-1:
+[rank0]: Traceback (most recent call last):
+[rank0]:   File \"/x/vllm/distributed/device_communicators/cuda_wrapper.py\", line 127, in CUDART_CHECK
+[rank0]:     raise RuntimeError(f\"CUDART error: {error_str}\")
+[rank0]: RuntimeError: CUDART error: invalid argument
+";
+        assert_eq!(root(log), (10, "gpu_p2p_check_failed".to_string()));
     }
 }

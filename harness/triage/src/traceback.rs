@@ -163,6 +163,13 @@ pub fn is_exception_statement(body: &str) -> bool {
 /// error: Python.h: No such file or directory`, `/usr/bin/ld: cannot find -lcuda`, `ptxas fatal
 /// : Value 'sm_121a' is not defined`. The exception that follows (`CalledProcessError`, a
 /// compile error) reports it.
+/// CPython's head line of an exception it printed and ignored (`Exception ignored in atexit
+/// callback: <function shutdown at 0x…>`, `Exception ignored in: <function … __del__>`): the
+/// traceback under it did not stop the process.
+pub fn is_ignored_exception_head(body: &str) -> bool {
+    body.starts_with("Exception ignored in")
+}
+
 pub fn is_tool_fatal(body: &str) -> bool {
     let body = body.trim_start();
     if let Some(rest) = body.strip_prefix("ptxas") {
@@ -539,6 +546,7 @@ impl Assembler {
             || is_exception_statement(body)
             || is_tool_fatal(body)
             || nccl_last_error
+            || is_ignored_exception_head(body)
         {
             self.start(p, key, mk(LineRole::Head), State::Head);
         }
