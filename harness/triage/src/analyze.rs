@@ -16,8 +16,8 @@ use super::rules::{Role, RuleSet};
 use super::scan::{self, WindowedLines};
 use super::segment::{is_config_dump, is_engine_init};
 use super::traceback::{
-    is_elision, is_exception_statement, is_ignored_exception_head, is_tool_fatal, resplit,
-    Assembler, LineRole, Record,
+    is_elision, is_exception_statement, is_ignored_exception_head, is_libc_fatal, is_tool_fatal,
+    resplit, Assembler, LineRole, Record,
 };
 use super::verdict::{Damage, RootCause, Secondary, Stale, Status, Verdict, VERDICT_SCHEMA};
 
@@ -451,7 +451,10 @@ fn prefer_the_exception(order: &mut [usize], cands: &[Candidate], records: &[Rec
     let is_exception = |r: &Record, l: &super::traceback::RecLine| {
         l.role == LineRole::Exception || (!r.traceback && is_exception_statement(&l.body))
     };
-    if c.rule.is_none() || is_exception(rec, q) {
+    // A fatal report of native code (a failed assert(), a compiler's fatal line) states the
+    // failure itself; the exception raised after it only reports that the call failed.
+    if c.rule.is_none() || is_exception(rec, q) || is_libc_fatal(&q.body) || is_tool_fatal(&q.body)
+    {
         return;
     }
     let later = order.iter().position(|&i| {
@@ -672,6 +675,43 @@ fn origin_in_chain(rec: &Record, li: usize) -> usize {
             l.role == LineRole::Exception && m.len() >= 12 && said.contains(m)
         })
         .unwrap_or(li)
+}
+
+/// With no signature to say which exception of a chain names the failure, the first of those
+/// joined by `The above exception was the direct cause of the following exception:` (`raise X
+/// from e`): the later ones wrap it (vLLM's `Failed to apply PixtralProcessor on data=…` around
+/// the processor's own error). An exception raised while handling another (`During handling of
+/// the above exception, another exception occurred:`) is a failure of its own and stays.
+fn first_direct_cause(rec: &Record, mut li: usize) -> usize {
+    loop {
+        // A message that goes on under it (`RuntimeError: Error raised in subprocess:`) carries
+        // the detail itself.
+        if rec.lines[li].body.trim_end().ends_with(':') {
+            return li;
+        }
+        let Some(chain) = rec.lines[..li]
+            .iter()
+            .rposition(|l| l.role == LineRole::Chain)
+        else {
+            return li;
+        };
+        if rec.lines[chain + 1..li]
+            .iter()
+            .any(|l| l.role == LineRole::Exception)
+            || !rec.lines[chain]
+                .body
+                .starts_with("The above exception was the direct cause")
+        {
+            return li;
+        }
+        match rec.lines[..chain]
+            .iter()
+            .rposition(|l| l.role == LineRole::Exception)
+        {
+            Some(e) if is_exception_like(&rec.lines[e].body) => li = e,
+            _ => return li,
+        }
+    }
 }
 
 fn classify(rec: &Record, rules: &RuleSet) -> Option<(Class, Option<usize>, usize)> {
@@ -895,7 +935,11 @@ fn classify(rec: &Record, rules: &RuleSet) -> Option<(Class, Option<usize>, usiz
             ) {
                 return Some((Class::Warned, None, i));
             }
-            return Some((Class::Cause, None, origin_in_chain(rec, i)));
+            return Some((
+                Class::Cause,
+                None,
+                first_direct_cause(rec, origin_in_chain(rec, i)),
+            ));
         }
         return Some((Class::UnknownError, None, i));
     }
@@ -936,6 +980,11 @@ fn classify(rec: &Record, rules: &RuleSet) -> Option<(Class, Option<usize>, usiz
     }
     if let Some(i) = rec.lines.iter().position(|l| is_tool_fatal(&l.body)) {
         return Some((Class::Cause, None, i));
+    }
+    // The C library's last words before it aborts the process: an error of unknown kind, which
+    // the SIGABRT report after it names (`last_words_before_a_crash`).
+    if let Some(i) = rec.lines.iter().position(|l| is_libc_fatal(&l.body)) {
+        return Some((Class::UnknownError, None, i));
     }
     if matches!(rec.level(), Some(Level::Error) | Some(Level::Critical)) {
         // The error record's own line (not an excerpt's elision mark before it).
@@ -1959,5 +2008,55 @@ RuntimeError: Failed to infer device type
 [rank0]: RuntimeError: CUDART error: invalid argument
 ";
         assert_eq!(root(log), (10, "gpu_p2p_check_failed".to_string()));
+    }
+
+    #[test]
+    fn a_failed_assert_in_native_code_is_the_failure_the_exception_after_it_reports() {
+        let log = "\
+python3: /project/lib/Dialect/TritonGPU/Transforms/AccelerateMatmul.cpp:42: int f(int): Assertion `false && \"computeCapability not supported\"' failed.
+(EngineCore_0 pid=1) ERROR 07-09 02:09:12 [core.py:586] Traceback (most recent call last):
+(EngineCore_0 pid=1) ERROR 07-09 02:09:12 [core.py:586]   File \"/x/triton/compiler/compiler.py\", line 1, in compile
+(EngineCore_0 pid=1) ERROR 07-09 02:09:12 [core.py:586] RuntimeError: PassManager::run failed
+";
+        assert_eq!(root(log), (1, "triton_compile_error".to_string()));
+    }
+
+    #[test]
+    fn the_c_librarys_heap_report_is_the_last_words_before_the_abort() {
+        let log = "\
+(RayWorkerWrapper pid=336) INFO 03-27 22:18:01 [pynccl.py:69] vLLM is using nccl==2.25.1
+(RayWorkerWrapper pid=336) free(): double free detected in tcache 2
+(RayWorkerWrapper pid=336) *** SIGABRT received at time=1743139179 on cpu 162 ***
+(RayWorkerWrapper pid=336) Fatal Python error: Aborted
+";
+        assert_eq!(root(log), (2, "worker_killed_by_signal".to_string()));
+    }
+
+    #[test]
+    fn without_a_signature_the_first_of_a_chain_of_direct_causes_names_the_failure() {
+        let chain = |marker: &str| {
+            format!(
+                "Traceback (most recent call last):\n  File \"/x/mistral.py\", line 1, in f\n\
+                 AttributeError: 'MistralTokenizer' object has no attribute 'init_kwargs'\n\n\
+                 {marker}\n\nTraceback (most recent call last):\n  File \"/x/vllm/multimodal/processing.py\", line 2, in g\n\
+                 RuntimeError: Failed to apply PixtralProcessor on data={{}} with kwargs={{}}\n"
+            )
+        };
+        let direct = chain("The above exception was the direct cause of the following exception:");
+        assert_eq!(root(&direct).0, 3);
+        // Raised while handling the first: a failure of its own.
+        let during = chain("During handling of the above exception, another exception occurred:");
+        assert_eq!(root(&during).0, 9);
+    }
+
+    #[test]
+    fn dynamo_names_the_exception_on_the_next_line_also_without_a_log_header() {
+        let log = "\
+Traceback (most recent call last):
+  File \"/x/torch/_dynamo/output_graph.py\", line 1, in call_user_compiler
+torch._dynamo.exc.BackendCompilerFailed: backend='<vllm.compilation.backends.VllmBackend object at 0x7f>' raised:
+RuntimeError: Triton Error [CUDA]: device kernel image is invalid
+";
+        assert_eq!(root(log).0, 4);
     }
 }

@@ -170,6 +170,29 @@ pub fn is_ignored_exception_head(body: &str) -> bool {
     body.starts_with("Exception ignored in")
 }
 
+/// The C library's reports of a process it is about to abort: a failed `assert()` (glibc's
+/// `__assert_fail`: `prog: file.cpp:42: int f(int): Assertion `cond' failed.`) and the heap
+/// checks of malloc/malloc.c (`free(): double free detected in tcache 2`, `double free or
+/// corruption (out)`, `malloc(): corrupted top size`, `munmap_chunk(): invalid pointer`). The
+/// SIGABRT report comes after them.
+pub fn is_libc_fatal(body: &str) -> bool {
+    let t = body.trim();
+    let assert = t.ends_with("' failed.") && t.contains(": Assertion `");
+    let heap = [
+        "free(): ",
+        "malloc(): ",
+        "realloc(): ",
+        "munmap_chunk(): ",
+        "malloc_consolidate(): ",
+    ]
+    .iter()
+    .any(|f| t.starts_with(f))
+        || t.starts_with("double free or corruption")
+        || t.starts_with("corrupted size vs. prev_size")
+        || t.starts_with("corrupted double-linked list");
+    assert || heap
+}
+
 pub fn is_tool_fatal(body: &str) -> bool {
     let body = body.trim_start();
     if let Some(rest) = body.strip_prefix("ptxas") {
@@ -483,6 +506,19 @@ impl Assembler {
                     return;
                 }
                 let leveled_mismatch = p.level.is_some() != o.rec.lines[0].level.is_some();
+                // torch.dynamo's `BackendCompilerFailed: backend='…' raised:` goes on with the
+                // exception its backend raised, on the next line (torch/_dynamo/exc.py).
+                let raised = o.after_exc == 0
+                    && o.rec
+                        .lines
+                        .last()
+                        .is_some_and(|l| l.body.trim_end().ends_with(" raised:"));
+                if raised && !leveled_mismatch && is_exception_statement(body) {
+                    o.rec.lines.push(mk(LineRole::Continuation));
+                    o.after_exc += 1;
+                    o.last_no = no;
+                    return;
+                }
                 if !leveled_mismatch
                     && !process_header
                     && !is_traceback_start(body)
@@ -547,6 +583,7 @@ impl Assembler {
             || is_tool_fatal(body)
             || nccl_last_error
             || is_ignored_exception_head(body)
+            || is_libc_fatal(body)
         {
             self.start(p, key, mk(LineRole::Head), State::Head);
         }
