@@ -642,6 +642,30 @@ fn normalize(s: &str) -> String {
     n.chars().take(160).collect()
 }
 
+/// Ray's `ray.exceptions.RayTaskError(AssertionError): ray::RayWorkerWrapper.execute_method() (pid=…)`
+/// carries the remote worker's traceback in its message, ending with the original exception
+/// line (`AssertionError: camem allocator is not available`): that line, the last of the record
+/// that opens with the wrapped type.
+fn ray_task_origin(rec: &Record, li: usize) -> Option<usize> {
+    let body = rec.lines[li].body.as_str();
+    let start = body.find("RayTaskError(")? + "RayTaskError(".len();
+    let inner = &body[start..start + body[start..].find(')')?];
+    if inner.is_empty() {
+        return None;
+    }
+    rec.lines
+        .iter()
+        .enumerate()
+        .skip(li + 1)
+        .filter(|(_, l)| {
+            let t = l.body.trim_start();
+            t.strip_prefix(inner)
+                .is_some_and(|rest| rest.starts_with(": ") || rest.trim().is_empty())
+        })
+        .map(|(i, _)| i)
+        .last()
+}
+
 /// The message of a `Type: message` line.
 fn exception_message(body: &str) -> &str {
     body.split_once(": ").map_or("", |(_, m)| m).trim()
@@ -902,6 +926,7 @@ fn classify(rec: &Record, rules: &RuleSet) -> Option<(Class, Option<usize>, usiz
         // Pydantic's summary (`ValidationError: 1 validation error for ModelConfig`) is
         // followed in the same record by the detail that states the cause.
         let li = origin_in_chain(rec, li);
+        let li = ray_task_origin(rec, li).unwrap_or(li);
         let li = if is_pydantic_summary(&rec.lines[li].body) {
             rec.lines
                 .iter()
@@ -924,6 +949,9 @@ fn classify(rec: &Record, rules: &RuleSet) -> Option<(Class, Option<usize>, usiz
         .iter()
         .rposition(|l| l.role == LineRole::Exception)
     {
+        if let Some(o) = ray_task_origin(rec, i) {
+            return Some((Class::Cause, None, o));
+        }
         // Text after frames that is not `Type: message` (a faulthandler dump, a prompt) is not
         // an exception.
         if is_exception_like(&rec.lines[i].body) {

@@ -563,7 +563,11 @@ pub fn parse_line_in<'a>(raw: &'a [u8], layers: &Layers) -> ParsedLine<'a> {
 /// `len` measures a layer at the start of a string. Only short text ending in a wrapper's
 /// punctuation is tried (no allocation for ordinary lines).
 fn layer_alone(rest: &str, len: impl Fn(&str) -> usize) -> bool {
-    if rest.is_empty() || rest.len() >= 120 || !rest.ends_with(['|', ':', ']', '>', 'Z']) {
+    // A layer ends in punctuation (`vllm-1  |`, `…Z`), or holds some (`pod-x7k2 container-name`):
+    // a line of plain words (`Killed`) is text, whatever a layer of words would match.
+    let punctuated =
+        rest.ends_with(['|', ':', ']', '>', 'Z']) || rest.bytes().any(|c| c.is_ascii_punctuation());
+    if rest.is_empty() || rest.len() >= 120 || !punctuated {
         return false;
     }
     let padded = format!("{rest} ");
@@ -792,6 +796,20 @@ mod tests {
         assert_eq!((p.level, p.header), (Some(Level::Error), HeaderKind::C10));
         assert_eq!(p.location.as_deref(), Some("socket.cpp:1023"));
         assert_eq!(p.body, "[c10d] The client socket has timed out.");
+    }
+
+    #[test]
+    fn a_blank_line_of_a_wrapped_log_is_its_layer_alone() {
+        let log = "pod-x7k2 vllm-server INFO 02-07 05:08:36 weight_utils.py:252] Using weights\n\
+                   pod-x7k2 vllm-server \n\
+                   pod-x7k2 vllm-server Traceback (most recent call last):\n\
+                   pod-x7k2 vllm-server   File \"/x/engine.py\", line 1, in run\n\
+                   pod-x7k2 vllm-server ValueError: boom\n";
+        let layers = crate::layers::Layers::learn(log.as_bytes());
+        // The collector's blank line, its trailing space trimmed.
+        assert_eq!(parse_line_in(b"pod-x7k2 vllm-server", &layers).body, "");
+        // A line of plain words stays text.
+        assert_eq!(parse_line_in(b"Killed", &layers).body, "Killed");
     }
 
     #[test]
