@@ -202,9 +202,10 @@ fn last_words_before_a_crash(order: &mut [usize], cands: &mut [Candidate], recor
     }
 }
 
-/// A bare exception line a paste put above the log it summarises (the error first, then the
-/// whole output) repeats the exception line of a traceback further down in the same stream: it is
-/// that failure, told twice, and the traceback's place in the log is the one that counts.
+/// A bare exception line that repeats the exception line of a traceback in the same stream — a
+/// paste's summary above the log it summarises (the error first, then the whole output), or the
+/// error printed again on its own after its traceback — is that failure, told twice: the
+/// traceback, which says where it happened, is the one that counts.
 fn demote_summaries(cands: &mut [Candidate], records: &[Record]) {
     for i in 0..cands.len() {
         let c = &cands[i];
@@ -222,7 +223,7 @@ fn demote_summaries(cands: &mut [Candidate], records: &[Record]) {
             let dq = &drec.lines[d.quote];
             drec.traceback
                 && drec.process == rec.process
-                && dq.no > rec.lines[c.quote].no
+                && dq.no != rec.lines[c.quote].no
                 && dq.role == LineRole::Exception
                 && dq.body.trim() == said
         });
@@ -2086,5 +2087,16 @@ torch._dynamo.exc.BackendCompilerFailed: backend='<vllm.compilation.backends.Vll
 RuntimeError: Triton Error [CUDA]: device kernel image is invalid
 ";
         assert_eq!(root(log).0, 4);
+    }
+
+    #[test]
+    fn an_exception_printed_again_after_its_traceback_is_that_traceback() {
+        let log = "\
+ERROR 06-23 04:48:56 [core.py:519] Traceback (most recent call last):
+ERROR 06-23 04:48:56 [core.py:519]   File \"/x/vllm/v1/worker/gpu_model_runner.py\", line 1, in capture_model
+ERROR 06-23 04:48:56 [core.py:519] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 112.00 MiB.
+torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 112.00 MiB.
+";
+        assert_eq!(root(log), (3, "cuda_oom_cudagraph_capture".to_string()));
     }
 }

@@ -327,7 +327,21 @@ fn last_exception_start(tail: &[u8]) -> Option<usize> {
             break;
         }
     }
-    best
+    // A bare exception type with no message ends the traceback (`    assert x % n == 0
+    // AssertionError`): its last word.
+    best.or_else(|| {
+        let t = s.trim_end();
+        let i = t.rfind(' ')?;
+        let word = &t[i + 1..];
+        let bare = word.starts_with(|c: char| c.is_ascii_uppercase())
+            && word
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+            && ["Error", "Exception", "Exit", "Interrupt"]
+                .iter()
+                .any(|k| word.ends_with(k));
+        bare.then_some(i + 1)
+    })
 }
 
 fn is_chain_marker(body: &str) -> bool {
