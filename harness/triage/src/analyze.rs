@@ -178,23 +178,36 @@ fn last_words_before_a_crash(order: &mut [usize], cands: &mut [Candidate], recor
     if c.class != Class::Weak || reported_dead(&report.body).next().is_some() {
         return;
     }
-    let told = order
+    let (process, at) = (rec.process.clone(), report.no);
+    hand_over_to_the_earliest(order, cands, records, |d, drec, no| {
+        d.class == Class::UnknownError
+            && !drec.traceback
+            && drec.process == process
+            && no < at
+            && no + LAST_WORDS_LINES >= at
+    });
+}
+
+/// The first candidate's signature names a line told with it: the earliest candidate (by line)
+/// that `pick` accepts goes first, with the first's id and rule.
+fn hand_over_to_the_earliest(
+    order: &mut [usize],
+    cands: &mut [Candidate],
+    records: &[Record],
+    pick: impl Fn(&Candidate, &Record, u64) -> bool,
+) {
+    let Some(&first) = order.first() else {
+        return;
+    };
+    let line_of = |i: usize| records[cands[i].record].lines[cands[i].quote].no;
+    let chosen = order
         .iter()
         .enumerate()
-        .filter(|&(_, &i)| {
-            let d = &cands[i];
-            let drec = &records[d.record];
-            let no = drec.lines[d.quote].no;
-            d.class == Class::UnknownError
-                && !drec.traceback
-                && drec.process == rec.process
-                && no < report.no
-                && no + LAST_WORDS_LINES >= report.no
-        })
-        .min_by_key(|&(_, &i)| records[cands[i].record].lines[cands[i].quote].no)
+        .filter(|&(_, &i)| pick(&cands[i], &records[cands[i].record], line_of(i)))
+        .min_by_key(|&(_, &i)| line_of(i))
         .map(|(pos, _)| pos);
-    if let Some(pos) = told {
-        let (id, rule) = (c.id.clone(), c.rule);
+    if let Some(pos) = chosen {
+        let (id, rule) = (cands[first].id.clone(), cands[first].rule);
         let w = order[pos];
         cands[w].id = id;
         cands[w].rule = rule;
@@ -249,29 +262,15 @@ fn detail_of_the_child(order: &mut [usize], cands: &mut [Candidate], records: &[
     if c.rule.is_none() || !q.body.trim_end().ends_with(':') || q.role != LineRole::Exception {
         return;
     }
-    let child = order
-        .iter()
-        .enumerate()
-        .filter(|&(_, &i)| {
-            let d = &cands[i];
-            let drec = &records[d.record];
-            let dq = &drec.lines[d.quote];
-            d.rule.is_none()
-                && matches!(d.class, Class::Cause | Class::LoneException)
-                && drec.traceback
-                && drec.process == rec.process
-                && dq.no > q.no
-                && dq.no <= q.no + CHILD_DETAIL_LINES
-        })
-        .min_by_key(|&(_, &i)| records[cands[i].record].lines[cands[i].quote].no)
-        .map(|(pos, _)| pos);
-    if let Some(pos) = child {
-        let (id, rule) = (c.id.clone(), c.rule);
-        let w = order[pos];
-        cands[w].id = id;
-        cands[w].rule = rule;
-        order[..=pos].rotate_right(1);
-    }
+    let (process, at) = (rec.process.clone(), q.no);
+    hand_over_to_the_earliest(order, cands, records, |d, drec, no| {
+        d.rule.is_none()
+            && matches!(d.class, Class::Cause | Class::LoneException)
+            && drec.traceback
+            && drec.process == process
+            && no > at
+            && no <= at + CHILD_DETAIL_LINES
+    });
 }
 
 /// How far below a wrapper's message its child's traceback may end.
