@@ -701,6 +701,13 @@ fn origin_in_chain(rec: &Record, li: usize) -> usize {
         .unwrap_or(li)
 }
 
+/// An exception whose message is only an object's repr (`KeyError: <vllm.config.ModelConfig
+/// object at 0x7fec41821900>`): the exception raised from it says what went wrong.
+fn says_nothing(body: &str) -> bool {
+    let m = exception_message(body);
+    m.starts_with('<') && m.ends_with('>') && m.contains(" at 0x")
+}
+
 /// With no signature to say which exception of a chain names the failure, the first of those
 /// joined by `The above exception was the direct cause of the following exception:` (`raise X
 /// from e`): the later ones wrap it (vLLM's `Failed to apply PixtralProcessor on data=…` around
@@ -732,7 +739,11 @@ fn first_direct_cause(rec: &Record, mut li: usize) -> usize {
             .iter()
             .rposition(|l| l.role == LineRole::Exception)
         {
-            Some(e) if is_exception_like(&rec.lines[e].body) => li = e,
+            Some(e)
+                if is_exception_like(&rec.lines[e].body) && !says_nothing(&rec.lines[e].body) =>
+            {
+                li = e
+            }
             _ => return li,
         }
     }
@@ -2097,5 +2108,34 @@ ERROR 06-23 04:48:56 [core.py:519] torch.OutOfMemoryError: CUDA out of memory. T
 torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 112.00 MiB.
 ";
         assert_eq!(root(log), (3, "cuda_oom_cudagraph_capture".to_string()));
+    }
+
+    #[test]
+    fn a_code_line_that_lost_its_indentation_is_still_no_root_cause() {
+        let log = "\
+ERROR 03-18 13:09:10 core.py:291] EngineCore hit an exception: Traceback (most recent call last):
+ERROR 03-18 13:09:10 core.py:291] File \"/x/kv_cache_utils.py\", line 455, in check
+ERROR 03-18 13:09:10 core.py:291] raise ValueError(\"No available memory for the cache blocks. \"
+ERROR 03-18 13:09:10 core.py:291] ValueError: No available memory for the cache blocks. Try increasing gpu_memory_utilization.
+";
+        assert_eq!(root(log), (4, "kv_cache_no_memory".to_string()));
+    }
+
+    #[test]
+    fn an_exception_that_only_shows_an_objects_repr_defers_to_the_one_raised_from_it() {
+        let log = "\
+Traceback (most recent call last):
+  File \"/x/collections/__init__.py\", line 1106, in __getitem__
+    raise KeyError(key)
+KeyError: <vllm.config.ModelConfig object at 0x7fec41821900>
+
+The above exception was the direct cause of the following exception:
+
+Traceback (most recent call last):
+  File \"/x/vllm/multimodal/registry.py\", line 96, in __getitem__
+    raise KeyError(msg) from exc
+KeyError: 'Cannot find `mm_limits` for model=/m. Did you forget to call `init_mm_limits_per_prompt`?'
+";
+        assert_eq!(root(log).0, 11);
     }
 }

@@ -333,13 +333,8 @@ fn last_exception_start(tail: &[u8]) -> Option<usize> {
         let t = s.trim_end();
         let i = t.rfind(' ')?;
         let word = &t[i + 1..];
-        let bare = word.starts_with(|c: char| c.is_ascii_uppercase())
-            && word
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
-            && ["Error", "Exception", "Exit", "Interrupt"]
-                .iter()
-                .any(|k| word.ends_with(k));
+        let bare =
+            word.starts_with(|c: char| c.is_ascii_uppercase()) && is_bare_exception_type(word);
         bare.then_some(i + 1)
     })
 }
@@ -356,6 +351,18 @@ fn is_traceback_start(body: &str) -> bool {
 
 fn is_frame(body: &str) -> bool {
     body.starts_with("  File \"") || body.starts_with("File \"")
+}
+
+/// A bare exception type that ends a traceback without a message (`AssertionError`,
+/// `KeyboardInterrupt`, `torch.OutOfMemoryError`).
+pub fn is_bare_exception_type(body: &str) -> bool {
+    let w = body.trim();
+    w.starts_with(|c: char| c.is_ascii_alphabetic())
+        && w.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+        && ["Error", "Exception", "Exit", "Interrupt"]
+            .iter()
+            .any(|k| w.ends_with(k))
 }
 
 fn is_source(body: &str) -> bool {
@@ -490,7 +497,20 @@ impl Assembler {
                     o.rec.lines.push(mk(LineRole::Frame));
                     return;
                 }
-                if is_source(body) {
+                // Python prints the code line under a frame; a paste that lost the indentation
+                // (`File "…", line 455, in f` then `raise ValueError("No available …"`) keeps it
+                // as the one line after the frame that is no exception statement.
+                let under_frame = o
+                    .rec
+                    .lines
+                    .last()
+                    .is_some_and(|l| l.role == LineRole::Frame && !l.body.starts_with("  "));
+                if is_source(body)
+                    || (under_frame
+                        && !body.is_empty()
+                        && !is_exception_statement(body)
+                        && !is_bare_exception_type(body))
+                {
                     o.rec.lines.push(mk(LineRole::Source));
                     return;
                 }
