@@ -561,13 +561,16 @@ pub fn parse_line_in<'a>(raw: &'a [u8], layers: &Layers) -> ParsedLine<'a> {
 
 /// Whether `rest` is a layer alone whose trailing space was trimmed (`vllm-1  |`, `[serve]`):
 /// `len` measures a layer at the start of a string. Only short text ending in a wrapper's
-/// punctuation is tried (no allocation for ordinary lines).
-fn layer_alone(rest: &str, len: impl Fn(&str) -> usize) -> bool {
-    // A layer ends in punctuation (`vllm-1  |`, `…Z`), or holds some (`pod-x7k2 container-name`):
-    // a line of plain words (`Killed`) is text, whatever a layer of words would match.
-    let punctuated =
-        rest.ends_with(['|', ':', ']', '>', 'Z']) || rest.bytes().any(|c| c.is_ascii_punctuation());
-    if rest.is_empty() || rest.len() >= 120 || !punctuated {
+/// punctuation is tried — or, where the input has learned layers of that kind (`learned`),
+/// short text that holds some (`pod-x7k2 container-name`) — so ordinary lines cost no
+/// allocation; a line of plain words (`Killed`) is text, whatever a layer of words would match.
+fn layer_alone(rest: &str, learned: bool, len: impl Fn(&str) -> usize) -> bool {
+    if rest.is_empty() || rest.len() >= 120 {
+        return false;
+    }
+    let punctuated = rest.ends_with(['|', ':', ']', '>', 'Z'])
+        || (learned && rest.bytes().any(|c| c.is_ascii_punctuation()));
+    if !punctuated {
         return false;
     }
     let padded = format!("{rest} ");
@@ -584,7 +587,11 @@ fn parse_str<'a>(t: &'a str, layers: &Layers) -> ParsedLine<'a> {
         }
         // A blank line of the wrapped log: the layer alone, its trailing space trimmed
         // (`vllm-1  |`). Its body is empty, as the unwrapped line's is.
-        if n == 0 && layer_alone(rest, |p| layers.outer_len(p).max(container_prefix_len(p))) {
+        if n == 0
+            && layer_alone(rest, layers.has_outer(), |p| {
+                layers.outer_len(p).max(container_prefix_len(p))
+            })
+        {
             container += rest.len();
             rest = "";
             break;
@@ -619,7 +626,7 @@ fn parse_str<'a>(t: &'a str, layers: &Layers) -> ParsedLine<'a> {
     let n = tag_len(rest);
     if n > 0 && n < rest.len() {
         rest = &rest[n..];
-    } else if n == 0 && layer_alone(rest, tag_len) {
+    } else if n == 0 && layer_alone(rest, !layers.is_empty(), tag_len) {
         rest = "";
     }
     // `[repeated 7x across cluster]`

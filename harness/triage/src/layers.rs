@@ -51,6 +51,11 @@ impl Layers {
         self.outer.is_empty() && self.inner.is_empty()
     }
 
+    /// Whether an outer layer (in front of vLLM's text) was learned.
+    pub fn has_outer(&self) -> bool {
+        !self.outer.is_empty()
+    }
+
     /// Learn the layers of `b` from its first and last lines.
     pub fn learn(b: &[u8]) -> Layers {
         let mut outer: Vec<(Shape, usize)> = Vec::new();
