@@ -755,7 +755,7 @@ fn classify(rec: &Record, rules: &RuleSet) -> Option<(Class, Option<usize>, usiz
     if rec
         .lines
         .iter()
-        .all(|l| l.role == LineRole::TracebackStart || is_elision(&l.body))
+        .all(|l| l.role == LineRole::TracebackStart || is_elision(&l.body) || is_caret(&l.body))
     {
         return None;
     }
@@ -992,6 +992,7 @@ fn classify(rec: &Record, rules: &RuleSet) -> Option<(Class, Option<usize>, usiz
                 && matches!(l.level, Some(Level::Error | Level::Critical))
                 && !l.body.trim().is_empty()
                 && !is_elision(&l.body)
+                && !is_caret(&l.body)
         });
         let i = head
             .map(|_| 0)
@@ -2137,5 +2138,15 @@ Traceback (most recent call last):
 KeyError: 'Cannot find `mm_limits` for model=/m. Did you forget to call `init_mm_limits_per_prompt`?'
 ";
         assert_eq!(root(log).0, 11);
+    }
+
+    #[test]
+    fn a_caret_line_alone_is_never_a_root_cause() {
+        // An excerpt that starts with the carets under a code line it lost, then a frame.
+        let log = "\
+(VllmWorker rank=2 pid=7)            ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^
+(VllmWorker rank=7 pid=9)   File \"/x/vllm/compilation/cuda_piecewise_backend.py\", line 1, in __call__
+";
+        assert_eq!(root(log).0, 2);
     }
 }
