@@ -134,7 +134,9 @@ pub fn is_elision(body: &str) -> bool {
 
 /// that kept only the last line, or a wrapper re-printing the error.
 pub fn is_exception_statement(body: &str) -> bool {
+    // Quoting a paste adds backticks, `> ` or an elision's `... ` in front.
     let body = body.trim_start_matches(['`', '>', ' ']);
+    let body = body.strip_prefix("... ").unwrap_or(body);
     if body.starts_with("Value error, ") {
         return true;
     }
