@@ -301,7 +301,13 @@ fn is_wrapper_like(s: &[Tok]) -> bool {
         && s[..s.len() - 2]
             .iter()
             .all(|t| matches!(t, Tok::Word | Tok::Lit('.')));
-    ends_well && words >= 1 && !exception_head && !(slashes >= 2 && s.contains(&Tok::Lit('.')))
+    // Markdown's block quote (`> `) in front of a pasted log is a layer of no words.
+    let block_quote = s == [Tok::Lit('>'), Tok::Space(1)];
+    block_quote
+        || (ends_well
+            && words >= 1
+            && !exception_head
+            && !(slashes >= 2 && s.contains(&Tok::Lit('.'))))
 }
 
 /// Bytes of `s` that `shape` covers from its start.
@@ -361,6 +367,21 @@ mod tests {
         ]);
         let s = "vllm-7d9f8c6b5-x2k4q vllm-server ValueError: boom";
         assert_eq!(&s[l.outer_len(s)..], "ValueError: boom");
+    }
+
+    #[test]
+    fn a_markdown_block_quote_is_a_layer() {
+        let l = learned(&[
+            "> ERROR 04-20 20:40:11 worker_base.py:153] Traceback (most recent call last):",
+            ">   File \"/x/vllm/worker/worker_base.py\", line 145, in execute_method",
+            "> ERROR 04-20 20:40:11 worker_base.py:153] NameError: name 'vllm_ops' is not defined",
+            "> INFO 04-20 20:40:12 api_server.py:1] up",
+        ]);
+        let s = "> NameError: name 'vllm_ops' is not defined";
+        assert_eq!(
+            &s[l.outer_len(s)..],
+            "NameError: name 'vllm_ops' is not defined"
+        );
     }
 
     #[test]
