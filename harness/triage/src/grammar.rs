@@ -483,6 +483,14 @@ fn bracket_level_header(s: &str) -> Option<(Level, usize)> {
     Some((level, s.len() - body.len()))
 }
 
+/// pytest's report of the exception a test raised: `E` and spaces in front of the exception
+/// line (`E                   KeyError: 'model.embed_tokens.weight'`), under the failing source
+/// line it marks with `>` — a vLLM start inside a test, as CI logs show it.
+fn pytest_error_line(s: &str) -> Option<(Level, usize)> {
+    let t = s.strip_prefix("E ")?.trim_start_matches(' ');
+    crate::traceback::is_exception_statement(t).then(|| (Level::Error, s.len() - t.len()))
+}
+
 /// Whether a log header or process prefix starts somewhere inside `body` (two writers' bytes
 /// in one line).
 fn has_inner_header(body: &str, own_pid: Option<u32>) -> bool {
@@ -708,6 +716,7 @@ fn parse_str<'a>(t: &'a str, layers: &Layers) -> ParsedLine<'a> {
     } else if let Some((level, len)) = foreign_header(rest)
         .or_else(|| tracing_header(rest))
         .or_else(|| bracket_level_header(rest))
+        .or_else(|| pytest_error_line(rest))
     {
         out.level = Some(level);
         out.header = HeaderKind::Foreign;
@@ -817,6 +826,15 @@ mod tests {
         assert_eq!(parse_line_in(b"pod-x7k2 vllm-server", &layers).body, "");
         // A line of plain words stays text.
         assert_eq!(parse_line_in(b"Killed", &layers).body, "Killed");
+    }
+
+    #[test]
+    fn pytests_exception_line() {
+        let p = parse_line(b"E                   KeyError: 'model.embed_tokens.weight'");
+        assert_eq!(p.level, Some(Level::Error));
+        assert_eq!(p.body, "KeyError: 'model.embed_tokens.weight'");
+        // Any other line that starts with an `E` stays text.
+        assert_eq!(parse_line(b"E and more words").level, None);
     }
 
     #[test]
