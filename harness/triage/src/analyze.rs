@@ -653,17 +653,14 @@ fn ray_task_origin(rec: &Record, li: usize) -> Option<usize> {
     if inner.is_empty() {
         return None;
     }
-    rec.lines
+    rec.lines[li + 1..]
         .iter()
-        .enumerate()
-        .skip(li + 1)
-        .filter(|(_, l)| {
+        .rposition(|l| {
             let t = l.body.trim_start();
             t.strip_prefix(inner)
                 .is_some_and(|rest| rest.starts_with(": ") || rest.trim().is_empty())
         })
-        .map(|(i, _)| i)
-        .last()
+        .map(|p| li + 1 + p)
 }
 
 /// The message of a `Type: message` line.
