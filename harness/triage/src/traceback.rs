@@ -160,11 +160,6 @@ pub fn is_exception_statement(body: &str) -> bool {
         || ty == "SystemExit"
 }
 
-/// A build tool's fatal diagnostic, as compilers and linkers print it when a JIT build (Triton's
-/// launcher stubs, Inductor's C++ wrappers, FlashInfer's kernels) fails: `main.c:5:10: fatal
-/// error: Python.h: No such file or directory`, `/usr/bin/ld: cannot find -lcuda`, `ptxas fatal
-/// : Value 'sm_121a' is not defined`. The exception that follows (`CalledProcessError`, a
-/// compile error) reports it.
 /// CPython's head line of an exception it printed and ignored (`Exception ignored in atexit
 /// callback: <function shutdown at 0x…>`, `Exception ignored in: <function … __del__>`): the
 /// traceback under it did not stop the process.
@@ -195,6 +190,11 @@ pub fn is_libc_fatal(body: &str) -> bool {
     assert || heap
 }
 
+/// A build tool's fatal diagnostic, as compilers and linkers print it when a JIT build (Triton's
+/// launcher stubs, Inductor's C++ wrappers, FlashInfer's kernels) fails: `main.c:5:10: fatal
+/// error: Python.h: No such file or directory`, `/usr/bin/ld: cannot find -lcuda`, `ptxas fatal
+/// : Value 'sm_121a' is not defined`. The exception that follows (`CalledProcessError`, a
+/// compile error) reports it.
 pub fn is_tool_fatal(body: &str) -> bool {
     let body = body.trim_start();
     if let Some(rest) = body.strip_prefix("ptxas") {
