@@ -440,8 +440,15 @@ fn prefer_the_detail(order: &mut [usize], cands: &[Candidate], records: &[Record
 /// GiB`, `Failed to load model - not enough GPU memory …`) defers to the exception the same
 /// process raises for the same cause after it (`ValueError: No available memory for the cache
 /// blocks`, `torch.OutOfMemoryError: …`): the root-cause line is an exception line when there is
-/// one.
-fn prefer_the_exception(order: &mut [usize], cands: &[Candidate], records: &[Record]) {
+/// one. The exception must state that cause itself: one named only by the detail its record
+/// carries after the exception line (Ray's `ActorDiedError: The actor died unexpectedly …` and
+/// then `The actor died because its node has died`) reports a consequence of the record before.
+fn prefer_the_exception(
+    order: &mut [usize],
+    cands: &[Candidate],
+    records: &[Record],
+    rules: &RuleSet,
+) {
     let Some(&first) = order.first() else {
         return;
     };
@@ -466,6 +473,7 @@ fn prefer_the_exception(order: &mut [usize], cands: &[Candidate], records: &[Rec
             && drec.process == rec.process
             && drec.pid == rec.pid
             && is_exception(drec, dq)
+            && d.rule.is_some_and(|r| rules.rules()[r].regex.is_match(&dq.body))
     });
     if let Some(pos) = later {
         order[..=pos].rotate_right(1);
@@ -1266,7 +1274,7 @@ pub fn analyze_launch(
     defer_to_the_last_words(&mut order, &cands, &records);
     last_words_before_a_crash(&mut order, &mut cands, &records);
     detail_of_the_child(&mut order, &mut cands, &records);
-    prefer_the_exception(&mut order, &cands, &records);
+    prefer_the_exception(&mut order, &cands, &records, rules);
     prefer_the_detail(&mut order, &cands, &records);
     prefer_the_last_error(&mut order, &cands, &records);
     prefer_the_quoted_cause(&mut order, &cands);
