@@ -473,7 +473,8 @@ fn prefer_the_exception(
             && drec.process == rec.process
             && drec.pid == rec.pid
             && is_exception(drec, dq)
-            && d.rule.is_some_and(|r| rules.rules()[r].regex.is_match(&dq.body))
+            && d.rule
+                .is_some_and(|r| rules.rules()[r].regex.is_match(&dq.body))
     });
     if let Some(pos) = later {
         order[..=pos].rotate_right(1);
@@ -669,6 +670,26 @@ fn ray_task_origin(rec: &Record, li: usize) -> Option<usize> {
                 .is_some_and(|rest| rest.starts_with(": ") || rest.trim().is_empty())
         })
         .map(|p| li + 1 + p)
+}
+
+/// asyncio's `CancelledError` (`asyncio.exceptions.CancelledError`, `concurrent.futures`'),
+/// raised in a task that was cancelled.
+fn is_cancellation(body: &str) -> bool {
+    let t = body.trim();
+    let ty = t.split_once(':').map_or(t, |(ty, _)| ty);
+    ty.rsplit('.').next() == Some("CancelledError")
+}
+
+/// A line of vLLM's OpenAI-compatible server (its process prefix, or a record its entry point
+/// logs): the launch is a server, ready only once it serves.
+fn is_api_server_line(p: &super::grammar::ParsedLine<'_>) -> bool {
+    p.process
+        .as_deref()
+        .is_some_and(|n| n.starts_with("APIServer") || n.starts_with("ApiServer"))
+        || (p.header == HeaderKind::Vllm
+            && p.location
+                .as_deref()
+                .is_some_and(|l| l.starts_with("api_server.py:") || l.starts_with("launcher.py:")))
 }
 
 /// The message of a `Type: message` line.
@@ -968,6 +989,16 @@ fn classify(rec: &Record, rules: &RuleSet) -> Option<(Class, Option<usize>, usiz
         if let Some(o) = ray_task_origin(rec, i) {
             return Some((Class::Cause, None, o));
         }
+        // A chain of asyncio cancellations only: something stopped the task (a shutdown, a
+        // caller that gave up), the task itself did not fail.
+        if rec
+            .lines
+            .iter()
+            .filter(|l| l.role == LineRole::Exception)
+            .all(|l| is_cancellation(&l.body))
+        {
+            return Some((Class::Warned, None, i));
+        }
         // Text after frames that is not `Type: message` (a faulthandler dump, a prompt) is not
         // an exception.
         if is_exception_like(&rec.lines[i].body) {
@@ -1058,6 +1089,24 @@ fn introduces_traceback(records: &[Record], ri: usize, quote: usize) -> bool {
         .any(|r| r.traceback && r.stream == rec.stream && r.first_line() > q.no)
 }
 
+/// asyncio's default exception handler logs one record of several lines (CPython
+/// asyncio/base_events.py, `default_exception_handler`): its message (`Exception in callback
+/// <handle>`, `Task exception was never retrieved`, `Future exception was never retrieved`),
+/// `handle: …` or `future: …`, and the traceback, which a log format leaves without its header.
+/// The traceback states the failure; the message only introduces it.
+fn introduces_asyncio_traceback(records: &[Record], ri: usize, quote: usize) -> bool {
+    let q = &records[ri].lines[quote];
+    let body = q.body.trim_start();
+    let intro = body.starts_with("Exception in callback ")
+        || body.starts_with("Task exception was never retrieved")
+        || body.starts_with("Future exception was never retrieved");
+    intro
+        && records[ri + 1..]
+            .iter()
+            .take_while(|r| r.first_line() <= q.no + 3)
+            .any(|r| r.traceback && r.first_line() > q.no)
+}
+
 /// Analyse one launch region.
 pub fn analyze_launch(
     b: &[u8],
@@ -1075,6 +1124,11 @@ pub fn analyze_launch(
     let mut ready_line: Option<u64> = None;
     let mut stopped = false;
     let mut started = false;
+    // The engine's `init engine (profile, create kv cache, warmup model) took … seconds`
+    // (V0 vllm/engine/llm_engine.py, V1 vllm/v1/engine/core.py): an offline `LLM(...)` is ready
+    // there; a server only once it serves, so this counts only when no API server shows.
+    let mut engine_ready_line: Option<u64> = None;
+    let mut server_seen = false;
     let mut evidence: BTreeMap<String, serde_json::Value> = BTreeMap::new();
     let mut version: Option<String> = None;
     let mut pids: Vec<u32> = Vec::new();
@@ -1158,6 +1212,14 @@ pub fn analyze_launch(
             }
             let body = p.body.as_ref();
             // Status markers and evidence.
+            if p.header == HeaderKind::Uvicorn || is_api_server_line(&p) {
+                server_seen = true;
+            }
+            if p.header == HeaderKind::Vllm
+                && body.starts_with("init engine (profile, create kv cache, warmup model) took")
+            {
+                engine_ready_line.get_or_insert(line.no);
+            }
             if p.header == HeaderKind::Uvicorn {
                 if body.starts_with("Application startup complete")
                     || body.starts_with("Uvicorn running on")
@@ -1213,6 +1275,12 @@ pub fn analyze_launch(
             foreign_pids.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
         ));
     }
+    if !server_seen {
+        if let Some(no) = engine_ready_line {
+            ready = true;
+            ready_line.get_or_insert(no);
+        }
+    }
     let records = asm.finish();
     if c_import_failure.is_none() {
         c_import_failure = region
@@ -1227,6 +1295,9 @@ pub fn analyze_launch(
         let Some((class, rule, quote)) = classify(rec, rules) else {
             continue;
         };
+        if rule.is_none() && introduces_asyncio_traceback(&records, ri, quote) {
+            continue;
+        }
         let unknown_exception =
             rule.is_none() && matches!(class, Class::Cause | Class::LoneException);
         let class = if unknown_exception && introduces_traceback(&records, ri, quote) {
@@ -1321,8 +1392,12 @@ pub fn analyze_launch(
             .first()
             .is_some_and(|l| l.body.starts_with("EngineCore encountered a fatal error"))
             || reported_dead(&r.lines[c.quote].body).next().is_some();
+        // An exception the process went on from (logged as a warning, ignored by CPython, a
+        // cancelled task) after it became ready did not end it either.
+        let went_on = c.class == Class::Warned && ready_line.is_some();
         !died
             && (request_time
+                || went_on
                 || ready_line.is_some_and(|ready| {
                     no < ready || r.location.as_deref().is_some_and(is_request_handler)
                 }))
@@ -2153,5 +2228,67 @@ KeyError: 'Cannot find `mm_limits` for model=/m. Did you forget to call `init_mm
 (VllmWorker rank=7 pid=9)   File \"/x/vllm/compilation/cuda_piecewise_backend.py\", line 1, in __call__
 ";
         assert_eq!(root(log).0, 2);
+    }
+    #[test]
+    fn a_later_exception_takes_a_records_cause_only_when_its_own_line_states_it() {
+        // Ray's report that a node died, then the engine's ActorDiedError, whose detail (not its
+        // exception line) says the node died: the report is the origin.
+        let log = "\
+(EngineCore_DP0 pid=7) (raylet) The node with node id: 0d82f65b and address: 10.1.2.3 and node name: 10.1.2.3 has been marked dead because the detector has missed too many heartbeats from it.
+(EngineCore_DP0 pid=7) ERROR 04-25 09:04:10 [core.py:948] Traceback (most recent call last):
+(EngineCore_DP0 pid=7) ERROR 04-25 09:04:10 [core.py:948]   File \"/x/ray/_private/worker.py\", line 970, in get_objects
+(EngineCore_DP0 pid=7) ERROR 04-25 09:04:10 [core.py:948]     raise value
+(EngineCore_DP0 pid=7) ERROR 04-25 09:04:10 [core.py:948] ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.
+(EngineCore_DP0 pid=7) ERROR 04-25 09:04:10 [core.py:948] The actor died because its node has died. Node Id: 0d82f65b
+";
+        assert_eq!(root(log), (1, "node_lost".to_string()));
+    }
+
+    #[test]
+    fn v0_engines_keyboard_interrupt_on_sigterm_is_an_echo() {
+        // The engine's failure, then the SIGTERM its front end sends turned into
+        // KeyboardInterrupt by the engine's signal handler.
+        let log = "\
+ERROR 03-30 02:15:01 [engine.py:160] Traceback (most recent call last):
+ERROR 03-30 02:15:01 [engine.py:160]   File \"/x/vllm/model_executor/guided_decoding/xgrammar_decoding.py\", line 355, in __call__
+ERROR 03-30 02:15:01 [engine.py:160]     assert self.matchers[i].accept_token(sampled_token)
+ERROR 03-30 02:15:01 [engine.py:160] AssertionError
+CRITICAL 03-30 02:15:01 [launcher.py:116] MQLLMEngine is already dead, terminating server process
+Process SpawnProcess-1:
+Traceback (most recent call last):
+  File \"/x/vllm/engine/multiprocessing/engine.py\", line 426, in signal_handler
+    raise KeyboardInterrupt(\"MQLLMEngine terminated\")
+KeyboardInterrupt: MQLLMEngine terminated
+INFO 03-30 02:15:02 [multiproc_worker_utils.py:137] Terminating local vLLM worker processes
+Exception ignored in: <function LLMEngine.__del__ at 0x71e575061300>
+Traceback (most recent call last):
+  File \"/usr/lib/python3.12/threading.py\", line 994, in start
+    _start_new_thread(self._bootstrap, ())
+RuntimeError: can't create new thread at interpreter shutdown
+";
+        assert_eq!(root(log).0, 4);
+    }
+
+    #[test]
+    fn an_offline_engine_is_ready_once_initialised_and_a_cancelled_task_is_no_failure() {
+        let log = "\
+INFO 09-18 09:25:10 [llm_engine.py:240] Initializing a V0 LLM engine (v0.8.5.post1) with config: model='m'
+INFO 09-18 09:25:40 [llm_engine.py:437] init engine (profile, create kv cache, warmup model) took 30.06 seconds
+[2025-09-18 09:25:53] ERROR base_events.py:1758: Exception in callback done_callback(<Task cancelled>) at /w/backend.py:278
+handle: <Handle done_callback(<Task cancelled>) at /w/backend.py:278>
+Traceback (most recent call last):
+  File \"/usr/lib/python3.10/asyncio/futures.py\", line 196, in result
+    raise exc
+asyncio.exceptions.CancelledError
+";
+        let v = one(log);
+        assert_eq!(v.status, crate::Status::Ready, "{v:?}");
+        assert!(v.root_cause.is_none());
+        // A server is ready only once it serves: the same line under an API server is not.
+        let server = "\
+INFO 09-18 09:25:09 [api_server.py:1034] vLLM API server version 0.8.5.post1
+INFO 09-18 09:25:40 [llm_engine.py:437] init engine (profile, create kv cache, warmup model) took 30.06 seconds
+";
+        assert_eq!(one(server).status, crate::Status::Starting);
     }
 }

@@ -558,6 +558,7 @@ impl Assembler {
                 if !leveled_mismatch
                     && !process_header
                     && !is_traceback_start(body)
+                    && !is_ignored_exception_head(body)
                     && o.after_exc < CONTINUATION_LINES_MAX
                     && !(p.header == HeaderKind::Uvicorn)
                     && (body.is_empty()
