@@ -524,7 +524,18 @@ fn name_by_what_follows(
         return;
     }
     let q = &records[c.record].lines[c.quote];
-    let named = if c.rule.is_none() && q.body.trim_end().ends_with(':') {
+    let line_of = |i: usize| records[cands[i].record].lines[cands[i].quote].no;
+    let named = if c.rule.is_none() && (is_tool_fatal(&q.body) || is_libc_fatal(&q.body)) {
+        // A native fatal report (`LLVM ERROR: …` on stderr) is told again by the exception its
+        // caller raises (`RuntimeError: PassManager::run failed`), often far below it where
+        // stdout and stderr were merged: the next exception, when a signature names it.
+        order
+            .iter()
+            .copied()
+            .filter(|&i| line_of(i) > q.no && cands[i].class == Class::Cause)
+            .min_by_key(|&i| line_of(i))
+            .filter(|&i| cands[i].rule.is_some())
+    } else if c.rule.is_none() && q.body.trim_end().ends_with(':') {
         order.iter().copied().find(|&i| {
             let d = &cands[i];
             d.class == Class::BareCause && records[d.record].lines[d.quote].no == q.no + 1
@@ -718,6 +729,17 @@ fn origin_in_chain(rec: &Record, li: usize) -> usize {
         return li;
     }
     let said = exception_message(&line.body);
+    // Triton's `CompilationError: at 106:17:` (triton/compiler/errors.py: the position in the
+    // kernel's source, then the source) says where, not what: the exception it was raised from
+    // (`ValueError: arange's range must be a power of 2`) says what.
+    if is_source_position(said) {
+        if let Some(e) = rec.lines[..li]
+            .iter()
+            .rposition(|l| l.role == LineRole::Exception && is_exception_like(&l.body))
+        {
+            return e;
+        }
+    }
     rec.lines[..li]
         .iter()
         .position(|l| {
@@ -725,6 +747,20 @@ fn origin_in_chain(rec: &Record, li: usize) -> usize {
             l.role == LineRole::Exception && m.len() >= 12 && said.contains(m)
         })
         .unwrap_or(li)
+}
+
+/// A message that is only a position in a source text: `at 106:17:`.
+fn is_source_position(message: &str) -> bool {
+    message
+        .strip_prefix("at ")
+        .and_then(|m| m.strip_suffix(':'))
+        .and_then(|m| m.split_once(':'))
+        .is_some_and(|(l, c)| {
+            !l.is_empty()
+                && !c.is_empty()
+                && l.bytes().all(|b| b.is_ascii_digit())
+                && c.bytes().all(|b| b.is_ascii_digit())
+        })
 }
 
 /// An exception whose message is only an object's repr (`KeyError: <vllm.config.ModelConfig
@@ -1129,6 +1165,10 @@ pub fn analyze_launch(
     // there; a server only once it serves, so this counts only when no API server shows.
     let mut engine_ready_line: Option<u64> = None;
     let mut server_seen = false;
+    // The first line that says a shutdown was asked for: uvicorn's `Shutting down`, or the
+    // `[shutdown] …` records of newer releases (`EngineCore: trigger received signal=SIGTERM`,
+    // `API server: shutdown triggered`).
+    let mut shutdown_line: Option<u64> = None;
     let mut evidence: BTreeMap<String, serde_json::Value> = BTreeMap::new();
     let mut version: Option<String> = None;
     let mut pids: Vec<u32> = Vec::new();
@@ -1214,6 +1254,12 @@ pub fn analyze_launch(
             // Status markers and evidence.
             if p.header == HeaderKind::Uvicorn || is_api_server_line(&p) {
                 server_seen = true;
+            }
+            if shutdown_line.is_none()
+                && ((p.header == HeaderKind::Uvicorn && body.starts_with("Shutting down"))
+                    || (p.level == Some(Level::Info) && body.starts_with("[shutdown] ")))
+            {
+                shutdown_line = Some(line.no);
             }
             if p.header == HeaderKind::Vllm
                 && body.starts_with("init engine (profile, create kv cache, warmup model) took")
@@ -1395,9 +1441,14 @@ pub fn analyze_launch(
         // An exception the process went on from (logged as a warning, ignored by CPython, a
         // cancelled task) after it became ready did not end it either.
         let went_on = c.class == Class::Warned && ready_line.is_some();
+        // A death report (`EngineDeadError: … See stack trace (above)`) after a ready server was
+        // asked to shut down, with nothing above it: the shutdown it reports was asked for.
+        let asked =
+            c.class == Class::Echo && ready_line.is_some() && shutdown_line.is_some_and(|s| s < no);
         !died
             && (request_time
                 || went_on
+                || asked
                 || ready_line.is_some_and(|ready| {
                     no < ready || r.location.as_deref().is_some_and(is_request_handler)
                 }))
@@ -2290,5 +2341,58 @@ INFO 09-18 09:25:09 [api_server.py:1034] vLLM API server version 0.8.5.post1
 INFO 09-18 09:25:40 [llm_engine.py:437] init engine (profile, create kv cache, warmup model) took 30.06 seconds
 ";
         assert_eq!(one(server).status, crate::Status::Starting);
+    }
+    #[test]
+    fn tritons_compilation_error_defers_to_the_exception_it_was_raised_from() {
+        let log = "\
+(Worker_TP1 pid=7) ERROR 12-19 17:12:51 [multiproc_executor.py:826] Traceback (most recent call last):
+(Worker_TP1 pid=7) ERROR 12-19 17:12:51 [multiproc_executor.py:826]   File \"/x/triton/language/semantic.py\", line 583, in arange
+(Worker_TP1 pid=7) ERROR 12-19 17:12:51 [multiproc_executor.py:826]     raise ValueError(\"arange's range must be a power of 2\")
+(Worker_TP1 pid=7) ERROR 12-19 17:12:51 [multiproc_executor.py:826] ValueError: arange's range must be a power of 2
+(Worker_TP1 pid=7) ERROR 12-19 17:12:51 [multiproc_executor.py:826] 
+(Worker_TP1 pid=7) ERROR 12-19 17:12:51 [multiproc_executor.py:826] The above exception was the direct cause of the following exception:
+(Worker_TP1 pid=7) ERROR 12-19 17:12:51 [multiproc_executor.py:826] 
+(Worker_TP1 pid=7) ERROR 12-19 17:12:51 [multiproc_executor.py:826] Traceback (most recent call last):
+(Worker_TP1 pid=7) ERROR 12-19 17:12:51 [multiproc_executor.py:826]   File \"/x/triton/compiler/compiler.py\", line 1, in make_ir
+(Worker_TP1 pid=7) ERROR 12-19 17:12:51 [multiproc_executor.py:826] triton.compiler.errors.CompilationError: at 106:17:
+(Worker_TP1 pid=7) ERROR 12-19 17:12:51 [multiproc_executor.py:826]     if USE_ALIBI_SLOPES:
+";
+        assert_eq!(root(log), (4, "triton_compile_error".to_string()));
+    }
+
+    #[test]
+    fn llvms_fatal_error_is_the_root_named_by_the_exception_that_reports_it() {
+        let log = "\
+(EngineCore_DP0 pid=7) INFO 07-31 15:57:42 [core.py:1] starting
+Unsupported conversion from f16 to f16
+LLVM ERROR: Unsupported rounding mode for conversion.
+(EngineCore_DP0 pid=7) ERROR 07-31 15:57:54 [core.py:710] Dumping input data for V1 LLM engine
+(EngineCore_DP0 pid=7) ERROR 07-31 15:57:54 [core.py:710] Traceback (most recent call last):
+(EngineCore_DP0 pid=7) ERROR 07-31 15:57:54 [core.py:710]   File \"/x/triton/backends/nvidia/compiler.py\", line 1, in make_llir
+(EngineCore_DP0 pid=7) ERROR 07-31 15:57:54 [core.py:710]     pm.run(mod)
+(EngineCore_DP0 pid=7) ERROR 07-31 15:57:54 [core.py:710] RuntimeError: PassManager::run failed
+";
+        assert_eq!(root(log), (3, "triton_compile_error".to_string()));
+    }
+
+    #[test]
+    fn a_death_report_after_an_asked_for_shutdown_is_no_failure() {
+        let log = "\
+(APIServer pid=9) INFO 08-01 23:30:00 [api_server.py:1] vLLM API server version 0.25.1
+(APIServer pid=9) INFO:     Application startup complete.
+(EngineCore pid=8) INFO 08-01 23:37:28 [core.py:1214] [shutdown] EngineCore: trigger received signal=SIGTERM
+(APIServer pid=9) INFO 08-01 23:37:28 [launcher.py:100] [shutdown] API server: shutdown triggered
+(APIServer pid=9) ERROR 08-01 23:37:28 [async_llm.py:704] Traceback (most recent call last):
+(APIServer pid=9) ERROR 08-01 23:37:28 [async_llm.py:704]   File \"/x/vllm/v1/engine/async_llm.py\", line 1, in output_handler
+(APIServer pid=9) ERROR 08-01 23:37:28 [async_llm.py:704] vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) for the root cause.
+(APIServer pid=9) INFO:     Shutting down
+(APIServer pid=9) INFO:     Application shutdown complete.
+";
+        let v = one(log);
+        assert!(v.root_cause.is_none(), "{v:?}");
+        assert_eq!(v.status, crate::Status::Stopped);
+        // The same report with no shutdown asked for is the server's death.
+        let died = log.replace("[shutdown] ", "");
+        assert!(one(&died).root_cause.is_some());
     }
 }

@@ -193,10 +193,15 @@ pub fn is_libc_fatal(body: &str) -> bool {
 /// A build tool's fatal diagnostic, as compilers and linkers print it when a JIT build (Triton's
 /// launcher stubs, Inductor's C++ wrappers, FlashInfer's kernels) fails: `main.c:5:10: fatal
 /// error: Python.h: No such file or directory`, `/usr/bin/ld: cannot find -lcuda`, `ptxas fatal
-/// : Value 'sm_121a' is not defined`. The exception that follows (`CalledProcessError`, a
+/// : Value 'sm_121a' is not defined`, LLVM's `LLVM ERROR: …`. The exception that follows (`CalledProcessError`, a
 /// compile error) reports it.
 pub fn is_tool_fatal(body: &str) -> bool {
     let body = body.trim_start();
+    // LLVM's fatal error handler (llvm/lib/Support/ErrorHandling.cpp, `report_fatal_error`),
+    // inside Triton's and other JIT compilers: `LLVM ERROR: Unsupported rounding mode …`.
+    if body.starts_with("LLVM ERROR: ") {
+        return true;
+    }
     if let Some(rest) = body.strip_prefix("ptxas") {
         return rest.trim_start().starts_with("fatal") || rest.starts_with(" error");
     }
