@@ -691,6 +691,19 @@ fn is_cancellation(body: &str) -> bool {
     ty.rsplit('.').next() == Some("CancelledError")
 }
 
+/// A line that says an engine has started: its `init engine (profile, create kv cache, warmup
+/// model) took … seconds` (V0 vllm/engine/llm_engine.py from 0.6, V1 vllm/v1/engine/core.py);
+/// before 0.6, a single-process V0 engine's `Graph capturing finished in … secs`
+/// (worker/model_runner.py), the last step of its start; `LLM.generate`'s progress bar
+/// (`Processed prompts: …`, vllm/entrypoints/llm.py), which only a started engine prints.
+fn is_engine_ready(p: &super::grammar::ParsedLine<'_>) -> bool {
+    let body = p.body.as_ref();
+    (p.header == HeaderKind::Vllm
+        && (body.starts_with("init engine (profile, create kv cache, warmup model) took")
+            || (p.process.is_none() && body.starts_with("Graph capturing finished in "))))
+        || body.starts_with("Processed prompts: ")
+}
+
 /// A line of vLLM's OpenAI-compatible server (its process prefix, or a record its entry point
 /// logs): the launch is a server, ready only once it serves.
 fn is_api_server_line(p: &super::grammar::ParsedLine<'_>) -> bool {
@@ -747,6 +760,23 @@ fn origin_in_chain(rec: &Record, li: usize) -> usize {
             l.role == LineRole::Exception && m.len() >= 12 && said.contains(m)
         })
         .unwrap_or(li)
+}
+
+/// TorchScript's interpreter wraps the error of the code it ran: `RuntimeError: The following
+/// operation failed in the TorchScript interpreter.`, then the TorchScript tracebacks and, last,
+/// the error itself (torch/csrc/jit/runtime/interpreter.cpp). The wrapper only says that the
+/// error follows.
+fn is_torchscript_wrapper(body: &str) -> bool {
+    exception_message(body) == "The following operation failed in the TorchScript interpreter."
+}
+
+/// The error a TorchScript wrapper at `li` carries, when its record holds it: the last
+/// exception statement after the wrapper.
+fn torchscript_inner(rec: &Record, li: usize) -> Option<usize> {
+    rec.lines[li + 1..]
+        .iter()
+        .rposition(|l| is_exception_statement(&l.body))
+        .map(|p| li + 1 + p)
 }
 
 /// A message that is only a position in a source text: `at 106:17:`.
@@ -1000,6 +1030,11 @@ fn classify(rec: &Record, rules: &RuleSet) -> Option<(Class, Option<usize>, usiz
         // followed in the same record by the detail that states the cause.
         let li = origin_in_chain(rec, li);
         let li = ray_task_origin(rec, li).unwrap_or(li);
+        let li = if is_torchscript_wrapper(&rec.lines[li].body) {
+            torchscript_inner(rec, li).unwrap_or(li)
+        } else {
+            li
+        };
         let li = if is_pydantic_summary(&rec.lines[li].body) {
             rec.lines
                 .iter()
@@ -1034,6 +1069,12 @@ fn classify(rec: &Record, rules: &RuleSet) -> Option<(Class, Option<usize>, usiz
             .all(|l| is_cancellation(&l.body))
         {
             return Some((Class::Warned, None, i));
+        }
+        if is_torchscript_wrapper(&rec.lines[i].body) {
+            return Some(match torchscript_inner(rec, i) {
+                Some(inner) => (Class::Cause, None, inner),
+                None => (Class::Echo, None, i),
+            });
         }
         // Text after frames that is not `Type: message` (a faulthandler dump, a prompt) is not
         // an exception.
@@ -1160,9 +1201,8 @@ pub fn analyze_launch(
     let mut ready_line: Option<u64> = None;
     let mut stopped = false;
     let mut started = false;
-    // The engine's `init engine (profile, create kv cache, warmup model) took … seconds`
-    // (V0 vllm/engine/llm_engine.py, V1 vllm/v1/engine/core.py): an offline `LLM(...)` is ready
-    // there; a server only once it serves, so this counts only when no API server shows.
+    // The first line that says an engine is up (`is_engine_ready`): an offline `LLM(...)` is
+    // ready there; a server only once it serves, so this counts only when no API server shows.
     let mut engine_ready_line: Option<u64> = None;
     let mut server_seen = false;
     // The first line that says a shutdown was asked for: uvicorn's `Shutting down`, or the
@@ -1261,9 +1301,7 @@ pub fn analyze_launch(
             {
                 shutdown_line = Some(line.no);
             }
-            if p.header == HeaderKind::Vllm
-                && body.starts_with("init engine (profile, create kv cache, warmup model) took")
-            {
+            if is_engine_ready(&p) {
                 engine_ready_line.get_or_insert(line.no);
             }
             if p.header == HeaderKind::Uvicorn {
@@ -2394,5 +2432,41 @@ LLVM ERROR: Unsupported rounding mode for conversion.
         // The same report with no shutdown asked for is the server's death.
         let died = log.replace("[shutdown] ", "");
         assert!(one(&died).root_cause.is_some());
+    }
+    #[test]
+    fn older_offline_engines_are_ready_at_their_last_start_line_or_their_first_output() {
+        // V0 before 0.6: the graph capture ends the start.
+        let v0 = "\
+INFO 06-22 17:21:04 llm_engine.py:73] Initializing an LLM engine with config: model='m'
+INFO 06-22 17:21:11 llm_engine.py:231] # GPU blocks: 1627, # CPU blocks: 780
+INFO 06-22 17:21:20 model_runner.py:458] Graph capturing finished in 7 secs.
+";
+        assert_eq!(one(v0).status, crate::Status::Ready);
+        // An eager engine: only `LLM.generate`'s progress bar says it served.
+        let eager = "\
+INFO 12-06 11:39:30 llm_engine.py:249] Initializing an LLM engine (v0.6.4.post1) with config: model='m'
+INFO 12-06 11:39:36 gpu_executor.py:113] # GPU blocks: 1207, # CPU blocks: 1365
+Processed prompts: 100%|███| 1/1 [00:00<00:00,  3.00it/s]
+";
+        assert_eq!(one(eager).status, crate::Status::Ready);
+        let cut = "\
+INFO 12-06 11:39:30 llm_engine.py:249] Initializing an LLM engine (v0.6.4.post1) with config: model='m'
+INFO 12-06 11:39:36 gpu_executor.py:113] # GPU blocks: 1207, # CPU blocks: 1365
+";
+        assert_eq!(one(cut).status, crate::Status::Starting);
+    }
+
+    #[test]
+    fn torchscripts_wrapper_defers_to_the_error_it_carries() {
+        let log = "\
+(EngineCore_DP0 pid=7) ERROR 06-27 02:23:02 [core.py:1008] Traceback (most recent call last):
+(EngineCore_DP0 pid=7) ERROR 06-27 02:23:02 [core.py:1008]   File \"/x/torch/nn/modules/module.py\", line 1, in _call_impl
+(EngineCore_DP0 pid=7) ERROR 06-27 02:23:02 [core.py:1008] RuntimeError: The following operation failed in the TorchScript interpreter.
+(EngineCore_DP0 pid=7) ERROR 06-27 02:23:02 [core.py:1008] Traceback of TorchScript, original code (most recent call last):
+(EngineCore_DP0 pid=7) ERROR 06-27 02:23:02 [core.py:1008]   File \"/x/neuronx_distributed/trace/spmd.py\", line 32, in forward
+(EngineCore_DP0 pid=7) ERROR 06-27 02:23:02 [core.py:1008]             output = self.models[bucket_idx].forward(inputs)
+(EngineCore_DP0 pid=7) ERROR 06-27 02:23:02 [core.py:1008] RuntimeError: Failed to execute the model status=1006 message=Execution Out-Of-Bounds Memory Access
+";
+        assert_eq!(root(log), (7, "cuda_kernel_fault".to_string()));
     }
 }
