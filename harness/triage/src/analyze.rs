@@ -704,6 +704,20 @@ fn is_engine_ready(p: &super::grammar::ParsedLine<'_>) -> bool {
         || body.starts_with("Processed prompts: ")
 }
 
+/// uvicorn's access log of a request the server answered (`127.0.0.1:56492 - "POST
+/// /v1/chat/completions HTTP/1.1" 200 OK`): a server that answers is up, whether or not the log
+/// kept its startup lines.
+fn answered_a_request(body: &str) -> bool {
+    body.split_once("\" ")
+        .and_then(|(request, status)| {
+            request
+                .contains(" HTTP/")
+                .then(|| status.split(' ').next())
+                .flatten()
+        })
+        .is_some_and(|code| code.len() == 3 && code.starts_with('2'))
+}
+
 /// A line of vLLM's OpenAI-compatible server (its process prefix, or a record its entry point
 /// logs): the launch is a server, ready only once it serves.
 fn is_api_server_line(p: &super::grammar::ParsedLine<'_>) -> bool {
@@ -1303,6 +1317,11 @@ pub fn analyze_launch(
             }
             if is_engine_ready(&p) {
                 engine_ready_line.get_or_insert(line.no);
+            }
+            if p.header == HeaderKind::Uvicorn && answered_a_request(body) {
+                // Up, whether or not the log kept its startup lines; but an answer says nothing
+                // of errors before it (an excerpt may join two runs), so no ready line.
+                ready = true;
             }
             if p.header == HeaderKind::Uvicorn {
                 if body.starts_with("Application startup complete")
@@ -2468,5 +2487,30 @@ INFO 12-06 11:39:36 gpu_executor.py:113] # GPU blocks: 1207, # CPU blocks: 1365
 (EngineCore_DP0 pid=7) ERROR 06-27 02:23:02 [core.py:1008] RuntimeError: Failed to execute the model status=1006 message=Execution Out-Of-Bounds Memory Access
 ";
         assert_eq!(root(log), (7, "cuda_kernel_fault".to_string()));
+    }
+    #[test]
+    fn a_server_that_answers_requests_is_ready_even_without_its_startup_lines() {
+        let log = "\
+(APIServer pid=9) INFO 09-20 19:07:49 [api_server.py:1896] vLLM API server version 0.10.2
+(APIServer pid=9) INFO 09-20 19:08:39 [api_server.py:1971] Starting vLLM API server 0 on http://0.0.0.0:8000
+(APIServer pid=9) INFO:     127.0.0.1:56492 - \"POST /v1/chat/completions HTTP/1.1\" 200 OK
+";
+        assert_eq!(one(log).status, crate::Status::Ready);
+        let refused = log.replace("200 OK", "404 Not Found");
+        assert_eq!(one(&refused).status, crate::Status::Starting);
+    }
+
+    #[test]
+    fn a_device_kernels_assert_is_the_root_named_by_the_runtime_error_after_it() {
+        let log = "\
+DumpHead: AIV-38, CoreType=AIV, block dim=40
+[ASSERT] [CANN_VERSION : 8.1.RC1][TimeStamp : 0] /x/ascendc/gather_v3/gather_v3_base.h:137: Assertion `(0 <= val
+&& val < this->gxSize_)' Index 326 out of range[0 257)!
+Traceback (most recent call last):
+  File \"/x/vllm_ascend/worker/model_runner_v1.py\", line 1, in execute_model
+RuntimeError: ACL stream synchronize failed, error code:507035
+";
+        let (line, _) = root(log);
+        assert_eq!(line, 2);
     }
 }

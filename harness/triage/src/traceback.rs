@@ -193,13 +193,19 @@ pub fn is_libc_fatal(body: &str) -> bool {
 /// A build tool's fatal diagnostic, as compilers and linkers print it when a JIT build (Triton's
 /// launcher stubs, Inductor's C++ wrappers, FlashInfer's kernels) fails: `main.c:5:10: fatal
 /// error: Python.h: No such file or directory`, `/usr/bin/ld: cannot find -lcuda`, `ptxas fatal
-/// : Value 'sm_121a' is not defined`, LLVM's `LLVM ERROR: …`. The exception that follows (`CalledProcessError`, a
-/// compile error) reports it.
+/// : Value 'sm_121a' is not defined`, LLVM's `LLVM ERROR: …`, a device kernel's `[ASSERT] …`.
+/// The exception that follows (`CalledProcessError`, a compile error) reports it.
 pub fn is_tool_fatal(body: &str) -> bool {
     let body = body.trim_start();
     // LLVM's fatal error handler (llvm/lib/Support/ErrorHandling.cpp, `report_fatal_error`),
     // inside Triton's and other JIT compilers: `LLVM ERROR: Unsupported rounding mode …`.
     if body.starts_with("LLVM ERROR: ") {
+        return true;
+    }
+    // A device kernel's failed assertion as Ascend C prints it (`[ASSERT] [CANN_VERSION : …]
+    // …/gather_v3_base.h:137: Assertion `(0 <= val …' Index 326 out of range`): the report of
+    // the kernel itself, before the runtime's error code.
+    if body.contains("[ASSERT] ") && body.contains(": Assertion `") {
         return true;
     }
     if let Some(rest) = body.strip_prefix("ptxas") {
