@@ -779,18 +779,52 @@ fn origin_in_chain(rec: &Record, li: usize) -> usize {
 /// TorchScript's interpreter wraps the error of the code it ran: `RuntimeError: The following
 /// operation failed in the TorchScript interpreter.`, then the TorchScript tracebacks and, last,
 /// the error itself (torch/csrc/jit/runtime/interpreter.cpp). The wrapper only says that the
-/// error follows.
-fn is_torchscript_wrapper(body: &str) -> bool {
+/// error follows. An exception group (`ExceptionGroup: unhandled errors in a TaskGroup (1 sub-exception)`,
+/// anyio's and starlette's) wraps its sub-exceptions the same way: they follow, numbered.
+fn is_wrapper_exception(body: &str) -> bool {
+    let ty = body.trim().split_once(':').map_or("", |(ty, _)| ty);
     exception_message(body) == "The following operation failed in the TorchScript interpreter."
+        || ty
+            .rsplit('.')
+            .next()
+            .is_some_and(|t| t.ends_with("ExceptionGroup"))
 }
 
-/// The error a TorchScript wrapper at `li` carries, when its record holds it: the last
-/// exception statement after the wrapper.
-fn torchscript_inner(rec: &Record, li: usize) -> Option<usize> {
+/// The error a wrapper at `li` carries, when its record holds it: the last exception statement
+/// after the wrapper.
+fn wrapped_inner(rec: &Record, li: usize) -> Option<usize> {
     rec.lines[li + 1..]
         .iter()
         .rposition(|l| is_exception_statement(&l.body))
         .map(|p| li + 1 + p)
+}
+
+/// A line of an exception group as CPython 3.11+ prints it (traceback.py,
+/// `TracebackException.format`): each nested traceback's lines behind `| ` (one per level of
+/// nesting) and the groups' borders (`+-+---------------- 1 ----------------`,
+/// `+------------------------------------`). The text behind the bars, and a border as an empty
+/// line, so that a nested traceback reads as one.
+fn exception_group_body(body: &str) -> Option<&str> {
+    let t = body.trim_start();
+    if t.starts_with('+') && t.len() > 8 && t.bytes().all(|b| b"+-. 0123456789".contains(&b)) {
+        return Some("");
+    }
+    let mut rest = t.strip_prefix('|')?;
+    while let Some(r) = rest.strip_prefix(' ') {
+        rest = r;
+        if let Some(r) = rest.strip_prefix('|') {
+            rest = r;
+        } else {
+            break;
+        }
+    }
+    // The traceback behind the bars keeps its own indentation (`|   File "…"` → `  File "…"`).
+    let inner = &t[t.len() - rest.len()..];
+    Some(if inner.starts_with("  ") {
+        inner
+    } else {
+        inner.trim_start()
+    })
 }
 
 /// A message that is only a position in a source text: `at 106:17:`.
@@ -1044,8 +1078,8 @@ fn classify(rec: &Record, rules: &RuleSet) -> Option<(Class, Option<usize>, usiz
         // followed in the same record by the detail that states the cause.
         let li = origin_in_chain(rec, li);
         let li = ray_task_origin(rec, li).unwrap_or(li);
-        let li = if is_torchscript_wrapper(&rec.lines[li].body) {
-            torchscript_inner(rec, li).unwrap_or(li)
+        let li = if is_wrapper_exception(&rec.lines[li].body) {
+            wrapped_inner(rec, li).unwrap_or(li)
         } else {
             li
         };
@@ -1084,8 +1118,8 @@ fn classify(rec: &Record, rules: &RuleSet) -> Option<(Class, Option<usize>, usiz
         {
             return Some((Class::Warned, None, i));
         }
-        if is_torchscript_wrapper(&rec.lines[i].body) {
-            return Some(match torchscript_inner(rec, i) {
+        if is_wrapper_exception(&rec.lines[i].body) {
+            return Some(match wrapped_inner(rec, i) {
                 Some(inner) => (Class::Cause, None, inner),
                 None => (Class::Echo, None, i),
             });
@@ -1248,7 +1282,10 @@ pub fn analyze_launch(
             if memchr::memchr(0, line.bytes).is_some() {
                 after_nul = true;
             }
-            let p = parse_line_in(piece, layers);
+            let mut p = parse_line_in(piece, layers);
+            if let Some(inner) = exception_group_body(&p.body) {
+                p.body = std::borrow::Cow::Owned(inner.to_string());
+            }
             if p.body.is_empty() && p.process.is_none() {
                 continue;
             }
@@ -2512,5 +2549,35 @@ RuntimeError: ACL stream synchronize failed, error code:507035
 ";
         let (line, _) = root(log);
         assert_eq!(line, 2);
+    }
+    #[test]
+    fn an_exception_groups_nested_traceback_reads_as_a_traceback() {
+        // CPython 3.11+'s exception group: the nested traceback behind `| `, its borders.
+        let log = "\
+  + Exception Group Traceback (most recent call last):
+  |   File \"/x/starlette/_utils.py\", line 76, in collapse_excgroups
+  |     yield
+  | ExceptionGroup: unhandled errors in a TaskGroup (1 sub-exception)
+  +-+---------------- 1 ----------------
+    | Traceback (most recent call last):
+    |   File \"/x/vllm/worker/neuron_model_runner.py\", line 72, in _prepare_prompt
+    |     assert len(block_table) == 1
+    | AssertionError
+    +------------------------------------
+";
+        assert_eq!(root(log).0, 9);
+        assert_eq!(
+            super::exception_group_body("    +------------------------------------"),
+            Some("")
+        );
+        assert_eq!(
+            super::exception_group_body("    |   File \"/x\", line 1, in f"),
+            Some("  File \"/x\", line 1, in f")
+        );
+        assert_eq!(
+            super::exception_group_body("| vllm | 1 | UNAVAILABLE"),
+            Some("vllm | 1 | UNAVAILABLE")
+        );
+        assert_eq!(super::exception_group_body("INFO 1"), None);
     }
 }
