@@ -718,6 +718,15 @@ fn answered_a_request(body: &str) -> bool {
         .is_some_and(|code| code.len() == 3 && code.starts_with('2'))
 }
 
+/// Where `AttentionSelectorConfig(` starts in a line (the attention selector's log of its
+/// inputs). One searcher built once: this runs on every line a launch parses.
+fn attention_selector_config(body: &str) -> Option<usize> {
+    static FINDER: OnceLock<memchr::memmem::Finder<'static>> = OnceLock::new();
+    FINDER
+        .get_or_init(|| memchr::memmem::Finder::new("AttentionSelectorConfig("))
+        .find(body.as_bytes())
+}
+
 /// A line of vLLM's OpenAI-compatible server (its process prefix, or a record its entry point
 /// logs): the launch is a server, ready only once it serves.
 fn is_api_server_line(p: &super::grammar::ParsedLine<'_>) -> bool {
@@ -1382,7 +1391,7 @@ pub fn analyze_launch(
             if is_engine_init(body) {
                 collect_config_evidence(body, &mut evidence);
             }
-            if let Some(pos) = body.find("AttentionSelectorConfig(") {
+            if let Some(pos) = attention_selector_config(body) {
                 if let Some(mla) = field(&body[pos..], "use_mla=") {
                     evidence.insert("use_mla".into(), serde_json::Value::Bool(mla == "True"));
                 }

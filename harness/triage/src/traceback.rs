@@ -205,25 +205,26 @@ pub fn is_tool_fatal(body: &str) -> bool {
     // A device kernel's failed assertion as Ascend C prints it (`[ASSERT] [CANN_VERSION : …]
     // …/gather_v3_base.h:137: Assertion `(0 <= val …' Index 326 out of range`): the report of
     // the kernel itself, before the runtime's error code.
-    if body.contains("[ASSERT] ") && body.contains(": Assertion `") {
+    if body.starts_with("[ASSERT] ") && body.contains(": Assertion `") {
         return true;
     }
     if let Some(rest) = body.strip_prefix("ptxas") {
         return rest.trim_start().starts_with("fatal") || rest.starts_with(" error");
     }
-    // A compiler driver's report that its compiler crashed: `neuronx-cc terminated abnormally -
-    // Please open a support ticket …` (the AWS Neuron compiler, before the engine's traceback).
-    if let Some((program, _)) = body.split_once(" terminated abnormally") {
-        return !program.is_empty()
-            && !program.contains(' ')
-            && program.starts_with(|c: char| c.is_ascii_alphabetic());
-    }
-    let Some((tool, rest)) = body.split_once(": ") else {
+    // The rest name their program in the line's first word (this runs on every line a record
+    // takes: a byte search for the first space, no substring searcher).
+    let Some(space) = memchr::memchr(b' ', body.as_bytes()) else {
         return false;
     };
-    if tool.contains(' ') || tool.is_empty() {
-        return false;
+    let (word, rest) = (&body[..space], &body[space + 1..]);
+    // A compiler driver's report that its compiler crashed: `neuronx-cc terminated abnormally -
+    // Please open a support ticket …` (the AWS Neuron compiler, before the engine's traceback).
+    if rest.starts_with("terminated abnormally") {
+        return word.starts_with(|c: char| c.is_ascii_alphabetic());
     }
+    let Some(tool) = word.strip_suffix(':').filter(|t| !t.is_empty()) else {
+        return false;
+    };
     let program = tool.rsplit('/').next().unwrap_or(tool);
     let linker = matches!(program, "ld" | "ld.bfd" | "ld.gold" | "ld.lld" | "collect2");
     (linker && (rest.starts_with("cannot find ") || rest.starts_with("error: ")))
