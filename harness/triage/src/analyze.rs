@@ -598,7 +598,7 @@ fn layer_of(rec: &Record) -> u8 {
         {
             return 1;
         }
-        if p.starts_with("APIServer") || p.starts_with("ApiServer") {
+        if is_api_server_name(p) {
             return 2;
         }
     }
@@ -686,9 +686,15 @@ fn ray_task_origin(rec: &Record, li: usize) -> Option<usize> {
 /// asyncio's `CancelledError` (`asyncio.exceptions.CancelledError`, `concurrent.futures`'),
 /// raised in a task that was cancelled.
 fn is_cancellation(body: &str) -> bool {
+    exception_class(body) == "CancelledError"
+}
+
+/// The class of an exception line without its module: `CancelledError` of
+/// `asyncio.exceptions.CancelledError`, `ExceptionGroup` of `ExceptionGroup: … (1 sub-exception)`.
+fn exception_class(body: &str) -> &str {
     let t = body.trim();
     let ty = t.split_once(':').map_or(t, |(ty, _)| ty);
-    ty.rsplit('.').next() == Some("CancelledError")
+    ty.rsplit('.').next().unwrap_or(ty)
 }
 
 /// A line that says an engine has started: its `init engine (profile, create kv cache, warmup
@@ -727,12 +733,15 @@ fn attention_selector_config(body: &str) -> Option<usize> {
         .find(body.as_bytes())
 }
 
+/// vLLM's name for its API server process: `APIServer` (and `ApiServer_<i>` beside others).
+fn is_api_server_name(name: &str) -> bool {
+    name.starts_with("APIServer") || name.starts_with("ApiServer")
+}
+
 /// A line of vLLM's OpenAI-compatible server (its process prefix, or a record its entry point
 /// logs): the launch is a server, ready only once it serves.
 fn is_api_server_line(p: &super::grammar::ParsedLine<'_>) -> bool {
-    p.process
-        .as_deref()
-        .is_some_and(|n| n.starts_with("APIServer") || n.starts_with("ApiServer"))
+    p.process.as_deref().is_some_and(is_api_server_name)
         || (p.header == HeaderKind::Vllm
             && p.location
                 .as_deref()
@@ -791,12 +800,8 @@ fn origin_in_chain(rec: &Record, li: usize) -> usize {
 /// error follows. An exception group (`ExceptionGroup: unhandled errors in a TaskGroup (1 sub-exception)`,
 /// anyio's and starlette's) wraps its sub-exceptions the same way: they follow, numbered.
 fn is_wrapper_exception(body: &str) -> bool {
-    let ty = body.trim().split_once(':').map_or("", |(ty, _)| ty);
     exception_message(body) == "The following operation failed in the TorchScript interpreter."
-        || ty
-            .rsplit('.')
-            .next()
-            .is_some_and(|t| t.ends_with("ExceptionGroup"))
+        || exception_class(body).ends_with("ExceptionGroup")
 }
 
 /// The error a wrapper at `li` carries, when its record holds it: the last exception statement
@@ -1217,10 +1222,21 @@ fn introduces_traceback(records: &[Record], ri: usize, quote: usize) -> bool {
     if !q.body.trim_end().ends_with(':') {
         return false;
     }
+    traceback_follows(records, ri, q.no, |r| r.stream == rec.stream)
+}
+
+/// A traceback record starts within three lines after line `no` of record `ri` (and `same`
+/// accepts it).
+fn traceback_follows(
+    records: &[Record],
+    ri: usize,
+    no: u64,
+    same: impl Fn(&Record) -> bool,
+) -> bool {
     records[ri + 1..]
         .iter()
-        .take_while(|r| r.first_line() <= q.no + 3)
-        .any(|r| r.traceback && r.stream == rec.stream && r.first_line() > q.no)
+        .take_while(|r| r.first_line() <= no + 3)
+        .any(|r| r.traceback && r.first_line() > no && same(r))
 }
 
 /// asyncio's default exception handler logs one record of several lines (CPython
@@ -1234,11 +1250,8 @@ fn introduces_asyncio_traceback(records: &[Record], ri: usize, quote: usize) -> 
     let intro = body.starts_with("Exception in callback ")
         || body.starts_with("Task exception was never retrieved")
         || body.starts_with("Future exception was never retrieved");
-    intro
-        && records[ri + 1..]
-            .iter()
-            .take_while(|r| r.first_line() <= q.no + 3)
-            .any(|r| r.traceback && r.first_line() > q.no)
+    // The traceback has no header: another stream than the message's.
+    intro && traceback_follows(records, ri, q.no, |_| true)
 }
 
 /// Analyse one launch region.
@@ -1314,7 +1327,7 @@ pub fn analyze_launch(
                 // servers vLLM starts side by side (`--api-server-count`, data parallel) are named
                 // `ApiServer_<i>` (vllm/v1/utils.py APIServerProcessManager): one launch.
                 let is_api = p.process.as_deref().is_some_and(|n| {
-                    (n.starts_with("APIServer") || n.starts_with("ApiServer"))
+                    is_api_server_name(n)
                         && !n
                             .rsplit_once('_')
                             .is_some_and(|(_, i)| i.bytes().all(|b| b.is_ascii_digit()))
