@@ -1379,8 +1379,10 @@ pub fn analyze_launch(
             }
             if p.header == HeaderKind::Uvicorn && answered_a_request(body) {
                 // Up, whether or not the log kept its startup lines; but an answer says nothing
-                // of errors before it (an excerpt may join two runs), so no ready line.
+                // of errors before it (an excerpt may join two runs), so no ready line. An answer
+                // after a shutdown is a later run's, whose start the log did not keep.
                 ready = true;
+                stopped = false;
             }
             if p.header == HeaderKind::Uvicorn {
                 if body.starts_with("Application startup complete")
@@ -1536,15 +1538,18 @@ pub fn analyze_launch(
     // ready (it got up regardless: a backend probe, an optional import), and one a request
     // raised while serving, which vLLM's OpenAI serving layer (`entrypoints/openai/serving_*.py`)
     // catches, answers with an error response, and logs.
+    // A request's error (uvicorn's `Exception in ASGI application`, or a record of the serving
+    // layer) says the server was serving, whatever the excerpt kept of its start.
+    let request_time = |c: &Candidate| {
+        let r = &records[c.record];
+        r.lines
+            .first()
+            .is_some_and(|l| l.body.starts_with("Exception in ASGI application"))
+            || r.location.as_deref().is_some_and(is_request_handler)
+    };
     let survived = |c: &Candidate| {
         let r = &records[c.record];
         let no = r.lines[c.quote].no;
-        // A request's error (uvicorn's `Exception in ASGI application`) says the server was
-        // serving, whatever the excerpt kept of its start.
-        let request_time = r
-            .lines
-            .first()
-            .is_some_and(|l| l.body.starts_with("Exception in ASGI application"));
         // The engine core's death (`logger.exception("EngineCore encountered a fatal
         // error.")` in `run_engine_core`, vllm/v1/engine/core.py), or a report that a process
         // died, ends the server, wherever a capture or a collector put its ready line (pytest
@@ -1561,13 +1566,7 @@ pub fn analyze_launch(
         // asked to shut down, with nothing above it: the shutdown it reports was asked for.
         let asked =
             c.class == Class::Echo && ready_line.is_some() && shutdown_line.is_some_and(|s| s < no);
-        !died
-            && (request_time
-                || went_on
-                || asked
-                || ready_line.is_some_and(|ready| {
-                    no < ready || r.location.as_deref().is_some_and(is_request_handler)
-                }))
+        !died && (request_time(c) || went_on || asked || ready_line.is_some_and(|ready| no < ready))
     };
     let survivors: Vec<usize> = order
         .iter()
@@ -1577,6 +1576,8 @@ pub fn analyze_launch(
     // Root cause and folding.
     let root_i = order.iter().copied().find(|&i| !survived(&cands[i]));
     if root_i.is_none() {
+        // A server that raised a request's error and went on was serving: it is up.
+        ready |= survivors.iter().any(|&i| request_time(&cands[i]));
         if let Some(&first) = survivors.first() {
             let r = &records[cands[first].record];
             diagnostics.push(format!(
@@ -1760,11 +1761,13 @@ pub fn analyze_launch(
 }
 
 /// A log site of vLLM's OpenAI serving layer, whose per-request errors do not stop the
-/// server: `serving_chat.py:136`, `[serving_completion.py:131]`, `serving_engine.py`.
+/// server: `serving_chat.py:136`, `[serving_completion.py:131]`, `serving_engine.py`, and its
+/// tool-call parsers (`hermes_tool_parser.py:110` in v0.8.5: `extract_tool_calls` catches the
+/// model's unparsable output, logs it and answers with plain content).
 fn is_request_handler(location: &str) -> bool {
     let file = location.rsplit('/').next().unwrap_or(location);
     let file = file.trim_start_matches('[');
-    file.starts_with("serving_")
+    file.starts_with("serving_") || file.contains("_tool_parser.py")
 }
 
 fn version_of(body: &str) -> Option<String> {
@@ -2059,6 +2062,19 @@ INFO:     127.0.0.1:34636 - \"POST /v1/completions HTTP/1.1\" 400 Bad Request
 ";
         let v = one(request);
         assert_eq!(v.status, crate::Status::Ready, "{:?}", v.root_cause);
+        // The same without the start: a record of the serving layer or of a tool-call parser
+        // (which catches the model's unparsable output and answers with plain text) says the
+        // server was serving, and it went on.
+        for excerpt in [request.split_once('\n').unwrap().1, "\
+ERROR 12-02 05:59:06 hermes_tool_parser.py:108] Error in extracting tool call from response.
+ERROR 12-02 05:59:06 hermes_tool_parser.py:108] Traceback (most recent call last):
+ERROR 12-02 05:59:06 hermes_tool_parser.py:108]   File \"/x/json/decoder.py\", line 355, in raw_decode
+ERROR 12-02 05:59:06 hermes_tool_parser.py:108] json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)
+"] {
+            let v = one(excerpt);
+            assert_eq!(v.status, crate::Status::Ready, "{excerpt}: {:?}", v.root_cause);
+            assert!(v.root_cause.is_none(), "{excerpt}: {:?}", v.root_cause);
+        }
         // The same error in a worker after readiness is a crash at runtime.
         let runtime = "\
 (APIServer pid=10) INFO:     Application startup complete.
@@ -2557,6 +2573,14 @@ INFO 12-06 11:39:36 gpu_executor.py:113] # GPU blocks: 1207, # CPU blocks: 1365
         assert_eq!(one(log).status, crate::Status::Ready);
         let refused = log.replace("200 OK", "404 Not Found");
         assert_eq!(one(&refused).status, crate::Status::Starting);
+        // Answers after a shutdown are a later run's, whose start the log did not keep.
+        let again = format!(
+            "{log}(APIServer pid=9) INFO:     Application shutdown complete.\n\
+             INFO:     10.0.0.1:3210 - \"POST /v1/chat/completions HTTP/1.1\" 200 OK\n"
+        );
+        assert_eq!(one(&again).status, crate::Status::Ready);
+        let stopped = format!("{log}(APIServer pid=9) INFO:     Application shutdown complete.\n");
+        assert_eq!(one(&stopped).status, crate::Status::Stopped);
     }
 
     #[test]

@@ -403,6 +403,55 @@ mod tests {
         );
     }
 
+    /// The id of the highest-priority rule matching `line`.
+    fn best(line: &str) -> Option<String> {
+        let set = RuleSet::builtin();
+        set.matches(line)
+            .into_iter()
+            .max_by_key(|&i| set.rules()[i].priority)
+            .map(|i| set.rules()[i].id.clone())
+    }
+
+    #[test]
+    fn a_file_named_config_json_is_the_model_not_an_adapter() {
+        let missing = |path: &str| {
+            best(&format!(
+                "FileNotFoundError: [Errno 2] No such file or directory: '{path}'"
+            ))
+        };
+        assert_eq!(
+            missing("/models/llama/config.json").as_deref(),
+            Some("model_path_not_found")
+        );
+        assert_eq!(
+            missing("config.json").as_deref(),
+            Some("model_path_not_found")
+        );
+        assert_ne!(
+            missing("org/adapters/adapter_config.json").as_deref(),
+            Some("model_path_not_found")
+        );
+        assert_ne!(
+            missing("/m/preprocessor_config.json").as_deref(),
+            Some("model_path_not_found")
+        );
+    }
+
+    #[test]
+    fn packages_of_rays_extras_are_optional_dependencies() {
+        for m in ["cupy", "pyarrow"] {
+            assert_eq!(
+                best(&format!("ModuleNotFoundError: No module named '{m}'")).as_deref(),
+                Some("missing_optional_dependency"),
+                "{m}"
+            );
+        }
+        assert_eq!(
+            best("ModuleNotFoundError: No module named 'transformers'").as_deref(),
+            Some("missing_module")
+        );
+    }
+
     #[test]
     fn headline_matches_fp8_rule() {
         let set = RuleSet::builtin();
