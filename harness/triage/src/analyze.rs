@@ -685,6 +685,17 @@ fn ray_task_origin(rec: &Record, li: usize) -> Option<usize> {
 
 /// asyncio's `CancelledError` (`asyncio.exceptions.CancelledError`, `concurrent.futures`'),
 /// raised in a task that was cancelled.
+/// The exception a request gets once the engine is dead: V0's `AsyncEngineDeadError`
+/// (vllm/engine/async_llm_engine.py: `Background loop has errored already.`, or raised from the
+/// loop's own error) and V1's `EngineDeadError` (vllm/v1/engine/exceptions.py). A request's
+/// error that ends in one did not happen to the request alone.
+fn says_engine_dead(body: &str) -> bool {
+    matches!(
+        exception_class(body),
+        "AsyncEngineDeadError" | "EngineDeadError"
+    )
+}
+
 fn is_cancellation(body: &str) -> bool {
     exception_class(body) == "CancelledError"
 }
@@ -874,25 +885,7 @@ fn first_direct_cause(rec: &Record, mut li: usize) -> usize {
         if rec.lines[li].body.trim_end().ends_with(':') {
             return li;
         }
-        let Some(chain) = rec.lines[..li]
-            .iter()
-            .rposition(|l| l.role == LineRole::Chain)
-        else {
-            return li;
-        };
-        if rec.lines[chain + 1..li]
-            .iter()
-            .any(|l| l.role == LineRole::Exception)
-            || !rec.lines[chain]
-                .body
-                .starts_with("The above exception was the direct cause")
-        {
-            return li;
-        }
-        match rec.lines[..chain]
-            .iter()
-            .rposition(|l| l.role == LineRole::Exception)
-        {
+        match direct_cause(rec, li) {
             Some(e)
                 if is_exception_like(&rec.lines[e].body) && !says_nothing(&rec.lines[e].body) =>
             {
@@ -901,6 +894,26 @@ fn first_direct_cause(rec: &Record, mut li: usize) -> usize {
             _ => return li,
         }
     }
+}
+
+/// The exception the one at `li` was raised from (`raise X from e`: `The above exception was
+/// the direct cause of the following exception:` between them), when its record holds it.
+fn direct_cause(rec: &Record, li: usize) -> Option<usize> {
+    let chain = rec.lines[..li]
+        .iter()
+        .rposition(|l| l.role == LineRole::Chain)?;
+    if rec.lines[chain + 1..li]
+        .iter()
+        .any(|l| l.role == LineRole::Exception)
+        || !rec.lines[chain]
+            .body
+            .starts_with("The above exception was the direct cause")
+    {
+        return None;
+    }
+    rec.lines[..chain]
+        .iter()
+        .rposition(|l| l.role == LineRole::Exception)
 }
 
 fn classify(rec: &Record, rules: &RuleSet) -> Option<(Class, Option<usize>, usize)> {
@@ -1048,6 +1061,16 @@ fn classify(rec: &Record, rules: &RuleSet) -> Option<(Class, Option<usize>, usiz
         }
     }
     if let Some((&(class, _), &(ri, li))) = best.iter().next() {
+        // An echo raised from an exception its record holds (`raise AsyncEngineDeadError(…)
+        // from e`) says that exception is the failure, though no signature names it.
+        // An exception without a message (`raise TimeoutError() from exc` in asyncio's
+        // `wait_for`) still names it better than the echo.
+        if class == Class::Echo {
+            if let Some(e) = direct_cause(rec, li).filter(|&e| !is_cancellation(&rec.lines[e].body))
+            {
+                return Some((Class::Cause, None, first_direct_cause(rec, e)));
+            }
+        }
         let line = &rec.lines[li];
         let bare = class == Class::Cause
             && !rec.traceback
@@ -1540,12 +1563,17 @@ pub fn analyze_launch(
     // catches, answers with an error response, and logs.
     // A request's error (uvicorn's `Exception in ASGI application`, or a record of the serving
     // layer) says the server was serving, whatever the excerpt kept of its start.
+    // One that ends in the engine's death did not happen to the request alone.
     let request_time = |c: &Candidate| {
         let r = &records[c.record];
-        r.lines
+        (r.lines
             .first()
             .is_some_and(|l| l.body.starts_with("Exception in ASGI application"))
-            || r.location.as_deref().is_some_and(is_request_handler)
+            || r.location.as_deref().is_some_and(is_request_handler))
+            && !r
+                .lines
+                .iter()
+                .any(|l| l.role == LineRole::Exception && says_engine_dead(&l.body))
     };
     let survived = |c: &Candidate| {
         let r = &records[c.record];
@@ -2563,6 +2591,57 @@ INFO 12-06 11:39:36 gpu_executor.py:113] # GPU blocks: 1207, # CPU blocks: 1365
 ";
         assert_eq!(root(log), (7, "cuda_kernel_fault".to_string()));
     }
+    #[test]
+    fn a_requests_error_that_reports_the_dead_engine_is_its_failure() {
+        // V0's engine loop timed out; the next request is told the engine is dead, raised from
+        // the loop's own error. The echo names nothing; the exception it was raised from does.
+        let log = "\
+ERROR:    Exception in ASGI application
+Traceback (most recent call last):
+  File \"/x/vllm/engine/async_llm_engine.py\", line 475, in engine_step
+    request_outputs = await self.engine.step_async()
+asyncio.exceptions.CancelledError
+
+During handling of the above exception, another exception occurred:
+
+Traceback (most recent call last):
+  File \"/x/asyncio/tasks.py\", line 458, in wait_for
+    raise exceptions.TimeoutError() from exc
+asyncio.exceptions.TimeoutError
+
+The above exception was the direct cause of the following exception:
+
+Traceback (most recent call last):
+  File \"/x/vllm/engine/async_llm_engine.py\", line 411, in start_background_loop
+    raise AsyncEngineDeadError(
+vllm.engine.async_llm_engine.AsyncEngineDeadError: Background loop has errored already
+";
+        let v = one(log);
+        assert_eq!(v.status, crate::Status::Crashed, "{:?}", v.root_cause);
+        assert_eq!(v.root_cause.expect("a root cause").line, 12);
+    }
+
+    #[test]
+    fn a_code_line_that_lost_its_indentation_stays_in_its_traceback() {
+        // A paste that kept one space of the four under a frame: still the frame's code line,
+        // not the end of the traceback.
+        let log = "\
+Traceback (most recent call last):
+  File \"/x/starlette/_exception_handler.py\", line 53, in wrapped_app
+ raise exc
+  File \"/x/vllm/multimodal/utils.py\", line 111, in async_fetch_image
+    image_raw = await global_http_connection.async_get_bytes(image_url)
+ValueError: the image could not be fetched
+";
+        let v = one(log);
+        assert_eq!(v.root_cause.expect("a root cause").line, 6);
+        assert!(
+            !v.diagnostics.iter().any(|d| d.contains("raise exc")),
+            "{:?}",
+            v.diagnostics
+        );
+    }
+
     #[test]
     fn a_server_that_answers_requests_is_ready_even_without_its_startup_lines() {
         let log = "\

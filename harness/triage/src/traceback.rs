@@ -513,12 +513,19 @@ impl Assembler {
                 }
                 // Python prints the code line under a frame; a paste that lost the indentation
                 // (`File "…", line 455, in f` then `raise ValueError("No available …"`) keeps it
-                // as the one line after the frame that is no exception statement.
-                let under_frame = o
+                // as the one line after the frame that is no exception statement; one that kept
+                // some indentation but not Python's four spaces (` raise exc`) is the code line
+                // too, as an exception line is never indented.
+                let after_frame = o
                     .rec
                     .lines
                     .last()
-                    .is_some_and(|l| l.role == LineRole::Frame && !l.body.starts_with("  "));
+                    .is_some_and(|l| l.role == LineRole::Frame);
+                let under_frame = after_frame && {
+                    let frame = &o.rec.lines.last().expect("a frame").body;
+                    !frame.starts_with("  ")
+                        || (body.starts_with(' ') && !is_exception_statement(body.trim_start()))
+                };
                 if is_source(body)
                     || (under_frame
                         && !body.is_empty()
