@@ -711,14 +711,23 @@ fn exception_class(body: &str) -> &str {
 /// A line that says an engine has started: its `init engine (profile, create kv cache, warmup
 /// model) took … seconds` (V0 vllm/engine/llm_engine.py from 0.6, V1 vllm/v1/engine/core.py);
 /// before 0.6, a single-process V0 engine's `Graph capturing finished in … secs`
-/// (worker/model_runner.py), the last step of its start; `LLM.generate`'s progress bar
-/// (`Processed prompts: …`, vllm/entrypoints/llm.py), which only a started engine prints.
+/// (worker/model_runner.py), the last step of its start.
 fn is_engine_ready(p: &super::grammar::ParsedLine<'_>) -> bool {
     let body = p.body.as_ref();
-    (p.header == HeaderKind::Vllm
+    p.header == HeaderKind::Vllm
         && (body.starts_with("init engine (profile, create kv cache, warmup model) took")
-            || (p.process.is_none() && body.starts_with("Graph capturing finished in "))))
-        || body.starts_with("Processed prompts: ")
+            || (p.process.is_none() && body.starts_with("Graph capturing finished in ")))
+}
+
+/// A line that only a started engine's caller prints, but not in the order of the engine's
+/// events: `LLM.generate`'s progress bar (`Processed prompts: …`, vllm/entrypoints/llm.py),
+/// which tqdm writes in place and leaves in the file as its last state when it closes — after
+/// an error that stopped the generation, too; and the quick-start example's `Prompt: '…',
+/// Generated text: '…'` (vLLM's examples/offline_inference.py, later
+/// examples/offline_inference/basic.py), printed once generation returned.
+fn says_engine_ran(body: &str) -> bool {
+    body.starts_with("Processed prompts: ")
+        || (body.starts_with("Prompt: ") && body.contains(", Generated text: "))
 }
 
 /// uvicorn's access log of a request the server answered (`127.0.0.1:56492 - "POST
@@ -1297,6 +1306,7 @@ pub fn analyze_launch(
     // The first line that says an engine is up (`is_engine_ready`): an offline `LLM(...)` is
     // ready there; a server only once it serves, so this counts only when no API server shows.
     let mut engine_ready_line: Option<u64> = None;
+    let mut engine_ran = false;
     let mut server_seen = false;
     // The first line that says a shutdown was asked for: uvicorn's `Shutting down`, or the
     // `[shutdown] …` records of newer releases (`EngineCore: trigger received signal=SIGTERM`,
@@ -1400,6 +1410,8 @@ pub fn analyze_launch(
             if is_engine_ready(&p) {
                 engine_ready_line.get_or_insert(line.no);
             }
+            // Up, but no ready line: where it stands says nothing of errors before it.
+            engine_ran |= says_engine_ran(body);
             if p.header == HeaderKind::Uvicorn && answered_a_request(body) {
                 // Up, whether or not the log kept its startup lines; but an answer says nothing
                 // of errors before it (an excerpt may join two runs), so no ready line. An answer
@@ -1467,6 +1479,7 @@ pub fn analyze_launch(
             ready = true;
             ready_line.get_or_insert(no);
         }
+        ready |= engine_ran;
     }
     let records = asm.finish();
     if c_import_failure.is_none() {
@@ -1589,7 +1602,12 @@ pub fn analyze_launch(
             || reported_dead(&r.lines[c.quote].body).next().is_some();
         // An exception the process went on from (logged as a warning, ignored by CPython, a
         // cancelled task) after it became ready did not end it either.
-        let went_on = c.class == Class::Warned && ready_line.is_some();
+        // One CPython printed and ignored (`Exception ignored in: …`) went on, ready or not.
+        let went_on = c.class == Class::Warned
+            && (ready_line.is_some()
+                || r.lines
+                    .first()
+                    .is_some_and(|l| is_ignored_exception_head(&l.body)));
         // A death report (`EngineDeadError: … See stack trace (above)`) after a ready server was
         // asked to shut down, with nothing above it: the shutdown it reports was asked for.
         let asked =
@@ -1603,6 +1621,34 @@ pub fn analyze_launch(
         .collect();
     // Root cause and folding.
     let root_i = order.iter().copied().find(|&i| !survived(&cands[i]));
+    // A root exception whose message ends with another exception's of the same type (vLLM's
+    // `raise type(err)(f"Error in model execution (input dumped to {filename}): {err}")` in
+    // vllm/worker/model_runner_base.py) wraps it: the one it carries is the failure, where the
+    // excerpt kept it.
+    let quote = |i: usize| {
+        let c = &cands[i];
+        records[c.record].lines[c.quote].body.as_str()
+    };
+    let root_i = root_i.map(|ri| {
+        let outer = quote(ri);
+        let m = exception_message(outer);
+        order
+            .iter()
+            .copied()
+            .find(|&j| {
+                let inner = quote(j);
+                let said = exception_message(inner);
+                cands[j].class <= Class::UnknownError
+                    && !survived(&cands[j])
+                    && is_exception_statement(outer)
+                    && is_exception_statement(inner)
+                    && exception_class(outer) == exception_class(inner)
+                    && said.len() >= 12
+                    && said.len() < m.len()
+                    && m.ends_with(said)
+            })
+            .unwrap_or(ri)
+    });
     if root_i.is_none() {
         // A server that raised a request's error and went on was serving: it is up.
         ready |= survivors.iter().any(|&i| request_time(&cands[i]));
@@ -2619,6 +2665,59 @@ vllm.engine.async_llm_engine.AsyncEngineDeadError: Background loop has errored a
         let v = one(log);
         assert_eq!(v.status, crate::Status::Crashed, "{:?}", v.root_cause);
         assert_eq!(v.root_cause.expect("a root cause").line, 12);
+    }
+
+    #[test]
+    fn a_wrapper_that_carries_an_error_defers_to_it() {
+        // One worker's traceback kept only its wrapper (`raise type(err)(f"Error in model
+        // execution (input dumped to …): {err}") from err`), another's the error itself.
+        let log = "\
+(VllmWorkerProcess pid=1) ERROR 01-07 13:38:08 multiproc_worker_utils.py:236] ValueError: Error in model execution (input dumped to /tmp/x.pkl): Attempted to assign 2074 multimodal tokens to 2040 placeholders
+(VllmWorkerProcess pid=2) ERROR 01-07 13:38:08 multiproc_worker_utils.py:236] Traceback (most recent call last):
+(VllmWorkerProcess pid=2) ERROR 01-07 13:38:08 multiproc_worker_utils.py:236]   File \"/x/vllm/model_executor/models/utils.py\", line 1, in merge
+(VllmWorkerProcess pid=2) ERROR 01-07 13:38:08 multiproc_worker_utils.py:236] ValueError: Attempted to assign 2074 multimodal tokens to 2040 placeholders
+";
+        assert_eq!(root(log).0, 4);
+        // A message that only goes on after another's (CPython's `Did you mean: …`) wraps
+        // nothing.
+        let log = "\
+Traceback (most recent call last):
+  File \"/x/vllm/transformers_utils/tokenizer.py\", line 1, in get
+AttributeError: TokenizersBackend has no attribute all_special_tokens_extended. Did you mean: 'num_special_tokens_to_add'?
+Traceback (most recent call last):
+  File \"/x/vllm/entrypoints/llm.py\", line 1, in init
+AttributeError: TokenizersBackend has no attribute all_special_tokens_extended
+";
+        assert_eq!(root(log).0, 3);
+    }
+
+    #[test]
+    fn an_offline_engine_that_ran_is_up_wherever_its_caller_printed_that() {
+        // tqdm leaves the progress bar's last state in the file when it closes: after the error
+        // that stopped the generation.
+        let log = "\
+(VllmWorkerProcess pid=2) ERROR 01-07 13:38:08 multiproc_worker_utils.py:236] Traceback (most recent call last):
+(VllmWorkerProcess pid=2) ERROR 01-07 13:38:08 multiproc_worker_utils.py:236]   File \"/x/vllm/worker/worker_base.py\", line 1, in execute
+(VllmWorkerProcess pid=2) ERROR 01-07 13:38:08 multiproc_worker_utils.py:236] ValueError: bad input
+Processed prompts:   0%|          | 0/1 [00:11<?, ?it/s]
+";
+        let v = one(log);
+        assert_eq!(v.status, crate::Status::Crashed, "{:?}", v.root_cause);
+        assert_eq!(v.root_cause.expect("a root cause").line, 3);
+        // The quick-start example's outputs, then an exception CPython ignored at exit.
+        let log = "\
+Prompt: 'Hello, my name is', Generated text: ' Dustin'
+Exception ignored in: <function TCPStore.__del__ at 0x7f930d38e8c0>
+Traceback (most recent call last):
+  File \"/x/cupyx/distributed/_store.py\", line 59, in __del__
+TypeError: 'NoneType' object is not callable
+";
+        let v = one(log);
+        assert!(v.root_cause.is_none(), "{:?}", v.root_cause);
+        assert_eq!(v.status, crate::Status::Ready);
+        // A shell's report that the process then died is a failure of its own.
+        let died = format!("{log}[1]    3100846 segmentation fault (core dumped)  python run.py\n");
+        assert_eq!(root(&died), (6, "worker_killed_by_signal".to_string()));
     }
 
     #[test]

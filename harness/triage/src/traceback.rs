@@ -163,6 +163,38 @@ pub fn is_exception_statement(body: &str) -> bool {
 /// CPython's head line of an exception it printed and ignored (`Exception ignored in atexit
 /// callback: <function shutdown at 0x…>`, `Exception ignored in: <function … __del__>`): the
 /// traceback under it did not stop the process.
+/// A shell's report that a job it ran ended (`[1]    3100846 segmentation fault (core dumped)
+/// python …` and `zsh: segmentation fault  python …` from zsh, `[1]+  Killed  python …` from
+/// bash): the shell's line, never the message of the exception above it. Without its job number
+/// (a collector's tag before it may have been taken for one), zsh's pid and the status stay.
+pub fn is_shell_job_report(body: &str) -> bool {
+    let rest = body
+        .strip_prefix('[')
+        .and_then(|r| r.split_once(']'))
+        .filter(|(job, r)| {
+            !job.is_empty()
+                && job.bytes().all(|b| b.is_ascii_digit())
+                && r.trim_start_matches(['+', '-'])
+                    .starts_with(char::is_whitespace)
+        });
+    if rest.is_some() {
+        return true;
+    }
+    let body = body.trim_start();
+    let status = body.strip_prefix("zsh: ").or_else(|| {
+        let digits = body.bytes().take_while(u8::is_ascii_digit).count();
+        (digits > 0)
+            .then(|| body[digits..].strip_prefix(char::is_whitespace))
+            .flatten()
+            .map(str::trim_start)
+    });
+    status.is_some_and(|s| {
+        ["segmentation fault", "bus error", "killed", "abort"]
+            .iter()
+            .any(|w| s.starts_with(w))
+    })
+}
+
 pub fn is_ignored_exception_head(body: &str) -> bool {
     body.starts_with("Exception ignored in")
 }
@@ -578,6 +610,7 @@ impl Assembler {
                     && !process_header
                     && !is_traceback_start(body)
                     && !is_ignored_exception_head(body)
+                    && !is_shell_job_report(body)
                     && o.after_exc < CONTINUATION_LINES_MAX
                     && !(p.header == HeaderKind::Uvicorn)
                     && (body.is_empty()
