@@ -730,6 +730,26 @@ fn says_engine_ran(body: &str) -> bool {
         || (body.starts_with("Prompt: ") && body.contains(", Generated text: "))
 }
 
+/// The engine's periodic statistics (`Avg prompt throughput: 10724.5 tokens/s, Avg generation
+/// throughput: 651.8 tokens/s, Running: 77 reqs, …`: vllm/engine/metrics.py:487 and
+/// vllm/v1/metrics/loggers.py:113 in v0.8.5) showing tokens made: an engine at work (a stuck
+/// one goes on logging its running requests at 0.0 tokens/s).
+fn reports_engine_busy(body: &str) -> bool {
+    let Some(at) = body.find("Avg prompt throughput: ") else {
+        return false;
+    };
+    let rest = &body[at..];
+    let number_after = |key: &str| {
+        rest.split_once(key).and_then(|(_, r)| {
+            r.split(|c: char| !(c.is_ascii_digit() || c == '.'))
+                .next()
+                .and_then(|n| n.parse::<f64>().ok())
+        })
+    };
+    number_after("Avg prompt throughput: ").is_some_and(|n| n > 0.0)
+        || number_after("Avg generation throughput: ").is_some_and(|n| n > 0.0)
+}
+
 /// uvicorn's access log of a request the server answered (`127.0.0.1:56492 - "POST
 /// /v1/chat/completions HTTP/1.1" 200 OK`): a server that answers is up, whether or not the log
 /// kept its startup lines.
@@ -1312,6 +1332,10 @@ pub fn analyze_launch(
     // `[shutdown] …` records of newer releases (`EngineCore: trigger received signal=SIGTERM`,
     // `API server: shutdown triggered`).
     let mut shutdown_line: Option<u64> = None;
+    // Lines of the engine's periodic statistics that show it at work.
+    let mut busy_lines: Vec<(u64, bool)> = Vec::new();
+    // An excerpt's `[...]`: what is on either side of it may be different runs.
+    let mut elisions: Vec<u64> = Vec::new();
     let mut evidence: BTreeMap<String, serde_json::Value> = BTreeMap::new();
     let mut version: Option<String> = None;
     let mut pids: Vec<u32> = Vec::new();
@@ -1400,6 +1424,12 @@ pub fn analyze_launch(
             // Status markers and evidence.
             if p.header == HeaderKind::Uvicorn || is_api_server_line(&p) {
                 server_seen = true;
+            }
+            if p.level == Some(Level::Info) && reports_engine_busy(body) {
+                busy_lines.push((line.no, p.pid.is_some()));
+            }
+            if is_elision(body) {
+                elisions.push(line.no);
             }
             if shutdown_line.is_none()
                 && ((p.header == HeaderKind::Uvicorn && body.starts_with("Shutting down"))
@@ -1602,6 +1632,16 @@ pub fn analyze_launch(
             || reported_dead(&r.lines[c.quote].body).next().is_some();
         // An exception the process went on from (logged as a warning, ignored by CPython, a
         // cancelled task) after it became ready did not end it either.
+        // An engine that went on working after it (two of its periodic statistics lines with
+        // tokens made, at least one interval apart, and no elision between) survived it. The
+        // statistics must be told the way the error was, with process prefixes or without: an
+        // unprefixed error among prefixed statistics is another program's, or another run's
+        // that wrote into the same file.
+        let worked_after = busy_lines
+            .iter()
+            .filter(|&&(b, prefixed)| b > no && prefixed == r.pid.is_some())
+            .nth(1)
+            .is_some_and(|&(b, _)| !elisions.iter().any(|&e| no < e && e < b));
         // One CPython printed and ignored (`Exception ignored in: …`) went on, ready or not.
         let went_on = c.class == Class::Warned
             && (ready_line.is_some()
@@ -1612,7 +1652,12 @@ pub fn analyze_launch(
         // asked to shut down, with nothing above it: the shutdown it reports was asked for.
         let asked =
             c.class == Class::Echo && ready_line.is_some() && shutdown_line.is_some_and(|s| s < no);
-        !died && (request_time(c) || went_on || asked || ready_line.is_some_and(|ready| no < ready))
+        !died
+            && (request_time(c)
+                || went_on
+                || asked
+                || worked_after
+                || ready_line.is_some_and(|ready| no < ready))
     };
     let survivors: Vec<usize> = order
         .iter()
@@ -2718,6 +2763,29 @@ TypeError: 'NoneType' object is not callable
         // A shell's report that the process then died is a failure of its own.
         let died = format!("{log}[1]    3100846 segmentation fault (core dumped)  python run.py\n");
         assert_eq!(root(&died), (6, "worker_killed_by_signal".to_string()));
+    }
+
+    #[test]
+    fn an_engine_that_went_on_making_tokens_survived_the_error_before() {
+        let error = "\
+Traceback (most recent call last):
+  File \"/x/anyio/_backends/_asyncio.py\", line 680, in __aexit__
+    raise BaseExceptionGroup(
+ValueError: the request went wrong
+";
+        let stats = |tokens: &str| {
+            format!("INFO 08-08 16:36:33 metrics.py:406] Avg prompt throughput: {tokens} tokens/s, Avg generation throughput: {tokens} tokens/s, Running: 77 reqs, Swapped: 0 reqs\n")
+        };
+        let busy = format!("{error}{}{}", stats("651.8"), stats("480.5"));
+        assert!(one(&busy).root_cause.is_none());
+        // One interval is not enough; an engine stuck at 0.0 tokens/s is not at work; an
+        // elision may join two runs.
+        let once = format!("{error}{}", stats("651.8"));
+        let stuck = format!("{error}{}{}", stats("0.0"), stats("0.0"));
+        let joined = format!("{error}[...]\n{}{}", stats("651.8"), stats("480.5"));
+        for log in [once, stuck, joined] {
+            assert_eq!(one(&log).root_cause.expect("a root cause").line, 4, "{log}");
+        }
     }
 
     #[test]
