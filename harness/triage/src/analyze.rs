@@ -696,6 +696,27 @@ fn says_engine_dead(body: &str) -> bool {
     )
 }
 
+/// A frame of V0's engine loop (vllm/engine/async_llm_engine.py: `run_engine_loop`, :815 in
+/// v0.8.5, and the loop task's done callback, `_log_task_completion` there and
+/// `_raise_exception_on_finish` in 0.4, which hands the loop's exception to every request): an error raised there is the engine's,
+/// whichever request's traceback shows it.
+fn in_engine_loop(frame: &str) -> bool {
+    [
+        " in run_engine_loop",
+        " in _raise_exception_on_finish",
+        " in _log_task_completion",
+    ]
+    .iter()
+    .any(|f| {
+        frame.match_indices(f).any(|(at, _)| {
+            frame[at + f.len()..]
+                .chars()
+                .next()
+                .is_none_or(char::is_whitespace)
+        })
+    })
+}
+
 fn is_cancellation(body: &str) -> bool {
     exception_class(body) == "CancelledError"
 }
@@ -730,15 +751,27 @@ fn says_engine_ran(body: &str) -> bool {
         || (body.starts_with("Prompt: ") && body.contains(", Generated text: "))
 }
 
+/// The file a traceback's frame line names (`  File "/x/hermes_tool_parser.py", line 228, in f`).
+fn frame_file(frame: &str) -> &str {
+    frame
+        .split_once("File \"")
+        .and_then(|(_, rest)| rest.split_once('"'))
+        .map_or("", |(file, _)| file)
+}
+
 /// The engine's periodic statistics (`Avg prompt throughput: 10724.5 tokens/s, Avg generation
 /// throughput: 651.8 tokens/s, Running: 77 reqs, …`: vllm/engine/metrics.py:487 and
 /// vllm/v1/metrics/loggers.py:113 in v0.8.5) showing tokens made: an engine at work (a stuck
 /// one goes on logging its running requests at 0.0 tokens/s).
 fn reports_engine_busy(body: &str) -> bool {
-    let Some(at) = body.find("Avg prompt throughput: ") else {
-        return false;
+    // `Engine 000: ` before it from 0.9 on (one logger per engine of a data-parallel server).
+    let rest = match body.strip_prefix("Engine ") {
+        Some(r) => r.split_once(": ").map_or("", |(_, r)| r),
+        None => body,
     };
-    let rest = &body[at..];
+    if !rest.starts_with("Avg prompt throughput: ") {
+        return false;
+    }
     let number_after = |key: &str| {
         rest.split_once(key).and_then(|(_, r)| {
             r.split(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -1336,6 +1369,10 @@ pub fn analyze_launch(
     let mut busy_lines: Vec<(u64, bool)> = Vec::new();
     // An excerpt's `[...]`: what is on either side of it may be different runs.
     let mut elisions: Vec<u64> = Vec::new();
+    // uvicorn's `Exception in ASGI application` and the bare traceback under it: one request's
+    // error.
+    let mut asgi_spans: Vec<(u64, u64)> = Vec::new();
+    let mut asgi_open = false;
     let mut evidence: BTreeMap<String, serde_json::Value> = BTreeMap::new();
     let mut version: Option<String> = None;
     let mut pids: Vec<u32> = Vec::new();
@@ -1430,6 +1467,16 @@ pub fn analyze_launch(
             }
             if is_elision(body) {
                 elisions.push(line.no);
+            }
+            // uvicorn's line, then the request's traceback as bare text until a line with a
+            // log header.
+            if body.starts_with("Exception in ASGI application") {
+                asgi_spans.push((line.no, line.no));
+                asgi_open = true;
+            } else if p.header != HeaderKind::None {
+                asgi_open = false;
+            } else if let Some(span) = asgi_spans.last_mut().filter(|_| asgi_open) {
+                span.1 = line.no;
             }
             if shutdown_line.is_none()
                 && ((p.header == HeaderKind::Uvicorn && body.starts_with("Shutting down"))
@@ -1606,17 +1653,26 @@ pub fn analyze_launch(
     // catches, answers with an error response, and logs.
     // A request's error (uvicorn's `Exception in ASGI application`, or a record of the serving
     // layer) says the server was serving, whatever the excerpt kept of its start.
-    // One that ends in the engine's death did not happen to the request alone.
+    // So is the bare traceback under uvicorn's line (told on another stream than uvicorn's
+    // `ERROR:` header), and one raised in a tool-call parser (its innermost frame in
+    // a `…_tool_parser.py`, vLLM's or a plugin's: it runs on one request's output). One that
+    // ends in the engine's death did not happen to the request alone.
     let request_time = |c: &Candidate| {
         let r = &records[c.record];
-        (r.lines
-            .first()
-            .is_some_and(|l| l.body.starts_with("Exception in ASGI application"))
-            || r.location.as_deref().is_some_and(is_request_handler))
-            && !r
-                .lines
+        let first = r.lines.first();
+        let no = r.lines[c.quote].no;
+        (first.is_some_and(|l| l.body.starts_with("Exception in ASGI application"))
+            || asgi_spans.iter().any(|&(head, end)| head < no && no <= end)
+            || r.location.as_deref().is_some_and(is_request_handler)
+            || r.lines[..c.quote]
                 .iter()
-                .any(|l| l.role == LineRole::Exception && says_engine_dead(&l.body))
+                .rev()
+                .find(|l| l.role == LineRole::Frame)
+                .is_some_and(|l| frame_file(&l.body).ends_with("_tool_parser.py")))
+            && !r.lines.iter().any(|l| {
+                (l.role == LineRole::Exception && says_engine_dead(&l.body))
+                    || (l.role == LineRole::Frame && in_engine_loop(&l.body))
+            })
     };
     let survived = |c: &Candidate| {
         let r = &records[c.record];
@@ -2786,6 +2842,41 @@ ValueError: the request went wrong
         for log in [once, stuck, joined] {
             assert_eq!(one(&log).root_cause.expect("a root cause").line, 4, "{log}");
         }
+    }
+
+    #[test]
+    fn a_requests_own_error_is_told_by_where_it_was_raised() {
+        // uvicorn's line, then the request's traceback on another stream (bare text).
+        let asgi = "\
+ERROR:    Exception in ASGI application
+  + Exception Group Traceback (most recent call last):
+  |   File \"/x/anyio/_backends/_asyncio.py\", line 763, in __aexit__
+  |     raise BaseExceptionGroup(
+  | ExceptionGroup: unhandled errors in a TaskGroup (1 sub-exception)
+  +-+---------------- 1 ----------------
+    | Traceback (most recent call last):
+    |   File \"/x/vllm/entrypoints/openai/protocol.py\", line 513, in check_generation_prompt
+    | AttributeError: 'bytes' object has no attribute 'get'
+    +------------------------------------
+";
+        // A tool-call parser (a plugin's, without vLLM's log prefixes) on one request's output.
+        let parser = "\
+Traceback (most recent call last):
+  File \"/app/hermes_tool_parser.py\", line 228, in extract_tool_calls_streaming
+    function_name = current_tool_call.get(\"name\")
+AttributeError: 'NoneType' object has no attribute 'get'
+";
+        for log in [asgi, parser] {
+            let v = one(log);
+            assert!(v.root_cause.is_none(), "{log}: {:?}", v.root_cause);
+            assert_eq!(v.status, crate::Status::Ready, "{log}");
+        }
+        // The engine loop's error, handed to the request: the engine's failure.
+        let engine = asgi.replace(
+            "    |   File \"/x/vllm/entrypoints/openai/protocol.py\", line 513, in check_generation_prompt\n",
+            "    |   File \"/x/vllm/engine/async_llm_engine.py\", line 498, in run_engine_loop\n",
+        );
+        assert_eq!(one(&engine).status, crate::Status::Crashed);
     }
 
     #[test]
