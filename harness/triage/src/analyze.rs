@@ -2880,6 +2880,21 @@ AttributeError: 'NoneType' object has no attribute 'get'
     }
 
     #[test]
+    fn a_bare_error_colon_is_a_tools_message_not_an_exception() {
+        // CPython names a non-builtin exception with its module (`shutil.Error: …`); `Error: …`
+        // is a CI runner's or a CLI's line.
+        let log = "\
+Error:  TBE Subprocess[task_distribute] raise error[], main process disappeared!
+ERROR 06-02 17:15:31 [multiproc_executor.py:135] Worker proc VllmWorker-3 died unexpectedly, shutting down executor.
+Error: Executing the custom container implementation failed. Please contact your self hosted runner administrator.
+";
+        assert_eq!(root(log), (2, "worker_killed_by_signal".to_string()));
+        assert!(crate::traceback::is_exception_statement(
+            "shutil.Error: [Errno 2]"
+        ));
+    }
+
+    #[test]
     fn a_code_line_that_lost_its_indentation_stays_in_its_traceback() {
         // A paste that kept one space of the four under a frame: still the frame's code line,
         // not the end of the traceback.

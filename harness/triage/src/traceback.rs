@@ -153,6 +153,11 @@ pub fn is_exception_statement(body: &str) -> bool {
         return matches!(body.trim_end(), "KeyboardInterrupt" | "SystemExit");
     }
     let head = &body[..n];
+    // CPython names an exception that is not a builtin with its module (`shutil.Error: …`):
+    // a bare `Error: …` is a tool's message (a CI runner's, a CLI's), not an exception line.
+    if head == "Error" {
+        return false;
+    }
     let ty = head.rsplit('.').next().unwrap_or(head);
     ty.ends_with("Error")
         || ty.ends_with("Exception")
