@@ -783,18 +783,24 @@ fn reports_engine_busy(body: &str) -> bool {
         || number_after("Avg generation throughput: ").is_some_and(|n| n > 0.0)
 }
 
-/// uvicorn's access log of a request the server answered (`127.0.0.1:56492 - "POST
-/// /v1/chat/completions HTTP/1.1" 200 OK`): a server that answers is up, whether or not the log
-/// kept its startup lines.
-fn answered_a_request(body: &str) -> bool {
-    body.split_once("\" ")
-        .and_then(|(request, status)| {
-            request
-                .contains(" HTTP/")
-                .then(|| status.split(' ').next())
-                .flatten()
-        })
-        .is_some_and(|code| code.len() == 3 && code.starts_with('2'))
+/// The status code of uvicorn's access log line (`… "POST /v1/completions HTTP/1.1" 500
+/// Internal Server Error` → `500`): a request's outcome, never a failure's own report (a
+/// request's error is told by the traceback beside it). Most lines of a serving log are these.
+fn access_status(body: &str) -> Option<&str> {
+    // Byte searches only: this runs on every line uvicorn wrote.
+    let b = body.as_bytes();
+    let open = memchr::memchr(b'"', b)?;
+    let close = open + 1 + memchr::memchr(b'"', &b[open + 1..])?;
+    let request = &b[open + 1..close];
+    let version = memchr::memrchr(b' ', request).map_or(request, |sp| &request[sp + 1..]);
+    if !version.starts_with(b"HTTP/") {
+        return None;
+    }
+    let code = body.get(close + 2..close + 5)?;
+    (b.get(close + 1) == Some(&b' ')
+        && code.bytes().all(|c| c.is_ascii_digit())
+        && b.get(close + 5).is_none_or(|&c| c == b' '))
+    .then_some(code)
 }
 
 /// Where `AttentionSelectorConfig(` starts in a line (the attention selector's log of its
@@ -1489,8 +1495,11 @@ pub fn analyze_launch(
             }
             // Up, but no ready line: where it stands says nothing of errors before it.
             engine_ran |= says_engine_ran(body);
-            if p.header == HeaderKind::Uvicorn && answered_a_request(body) {
-                // Up, whether or not the log kept its startup lines; but an answer says nothing
+            let access = (p.header == HeaderKind::Uvicorn)
+                .then(|| access_status(body))
+                .flatten();
+            if access.is_some_and(|code| code.starts_with('2')) {
+                // A request answered (2xx): up, whether or not the log kept its startup lines; but an answer says nothing
                 // of errors before it (an excerpt may join two runs), so no ready line. An answer
                 // after a shutdown is a later run's, whose start the log did not keep.
                 ready = true;
@@ -1525,15 +1534,16 @@ pub fn analyze_launch(
             }
             // An info or debug record can only be named by a rule that matches at any level
             // (unless it states an exception): most lines of a log are such records.
-            let rule_hit = if matches!(p.level, Some(Level::Info | Level::Debug))
+            let rule_hit = if access.is_some() {
+                false
+            } else if matches!(p.level, Some(Level::Info | Level::Debug))
                 && !is_exception_statement(body)
             {
                 rules.any_level_match(body)
             } else {
                 !rules.matches(body).is_empty()
             };
-            let text = super::clean_text(line.bytes);
-            asm.push(line.no, line.offset, text, &p, rule_hit);
+            asm.push(line.no, line.offset, line.bytes, &p, rule_hit);
         }
     }
     let last_line = lines.next_no().saturating_sub(1).max(region.first_line);
@@ -2913,6 +2923,27 @@ ValueError: the image could not be fetched
             "{:?}",
             v.diagnostics
         );
+    }
+
+    #[test]
+    fn uvicorns_access_line_gives_its_status_code() {
+        let status = super::access_status;
+        assert_eq!(
+            status(r#"127.0.0.1:56492 - "POST /v1/chat/completions HTTP/1.1" 200 OK"#),
+            Some("200")
+        );
+        assert_eq!(
+            status(r#"10.0.0.1:1 - "GET /health HTTP/2" 500 Internal Server Error"#),
+            Some("500")
+        );
+        assert_eq!(
+            status(r#"10.0.0.1:1 - "GET /health HTTP/1.1" 404"#),
+            Some("404")
+        );
+        assert_eq!(status(r#"said "hello world" 200 times"#), None);
+        assert_eq!(status(r#"x - "GET / HTTP/1.1" 2000 OK"#), None);
+        assert_eq!(status(r#"x - "GET / HTTP/1.1""#), None);
+        assert_eq!(status("Application startup complete."), None);
     }
 
     #[test]

@@ -14,7 +14,7 @@ use crate::grammar::{container_prefix_len, decode, vllm_header_len};
 use crate::traceback::is_exception_statement;
 
 /// Lines read to learn the layers (from the start and from the end of the input).
-const SAMPLE_LINES: usize = 4_000;
+const SAMPLE_LINES: usize = 1_000;
 /// A layer is at most this long.
 const PREFIX_MAX: usize = 160;
 

@@ -453,6 +453,25 @@ mod tests {
     }
 
     #[test]
+    fn torch_compile_tracing_and_transformers_registry_errors_are_named() {
+        assert_eq!(
+            best("torch.fx.experimental.symbolic_shapes.ConstraintViolationError: Constraints violated (L['input_ids'].size()[0])! For more information, run with TORCH_LOGS=\"+dynamic\".").as_deref(),
+            Some("torch_compile_error")
+        );
+        assert_eq!(
+            best("RuntimeError: Worker failed with error 'dynamic shape operator: aten.bincount.default; Operator does not have a meta kernel that supports dynamic output shapes, please report an issue to PyTorch'").as_deref(),
+            Some("torch_compile_error")
+        );
+        assert_eq!(
+            best(
+                "ValueError: 'aimv2' is already used by a Transformers config, pick another name."
+            )
+            .as_deref(),
+            Some("dependency_version_mismatch")
+        );
+    }
+
+    #[test]
     fn headline_matches_fp8_rule() {
         let set = RuleSet::builtin();
         let line = "ValueError: No valid attention backend found for cuda with AttentionSelectorConfig(head_size=576, dtype=torch.bfloat16, kv_cache_dtype=fp8_e4m3, block_size=None, use_mla=True, has_sink=False, use_sparse=False, use_mm_prefix=False, attn_type=AttentionType.DECODER). Reasons: {FLASH_ATTN_MLA: [kv_cache_dtype not supported], TRITON_MLA: [kv_cache_dtype not supported]}.";

@@ -461,13 +461,14 @@ impl Assembler {
         );
     }
 
-    /// Feed one line. `is_candidate` says whether a rule or an error level makes a single line
-    /// worth a record of its own.
+    /// Feed one line: `raw`, the physical line as the file has it (decoded only when a record
+    /// keeps it: most lines join none). `is_candidate` says whether a rule or an error level
+    /// makes a single line worth a record of its own.
     pub fn push(
         &mut self,
         no: u64,
         offset: usize,
-        text: String,
+        raw: &[u8],
         p: &ParsedLine<'_>,
         is_candidate: bool,
     ) {
@@ -478,7 +479,7 @@ impl Assembler {
             offset,
             role,
             body: body.to_string(),
-            text: text.clone(),
+            text: crate::clean_text(raw),
             level: p.level,
         };
         // Close records idle for long (a stream that stopped mid-traceback).

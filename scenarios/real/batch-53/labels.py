@@ -1,0 +1,87 @@
+import json
+D = "/work/staging/b53/N/"
+SRC = "Text copied from the vllm-project/vllm-ascend issue body in a public per-issue Markdown dump of vllm-ascend issues held by the code index (one file per issue, '# Issue #N: <title>' with a '## 基本信息' header; holding repository not identifiable through the index tools), dump file id {id}; cited by the issue URL. The copy was checked against the dump's character offsets (find_string match_at of the first and last log line, or of the text after it, vs. the copied length)."
+def line(f, pred):
+    for l in open(D+f).read().split("\n"):
+        if pred(l): return l
+    raise SystemExit("no line in "+f)
+E = []
+f = "3420-ascend-v1-0.9.1dev-tp8-qwen3-32b-json-object-grammar-bitmask-indexerror.log"
+E.append(dict(file=f, source="https://github.com/vllm-project/vllm-ascend/issues/2033",
+ vllm_version="0.9.1 source build (collect_env: 'vLLM Version: 0.1.dev1+g5cac6d5', 'vLLM Ascend Version: 0.1.dev1+g166b1ec'; the user's start script exports VLLM_VERSION=0.9.1)",
+ engine="v1", root_cause="unknown",
+ root_cause_line=line(f, lambda l: l.endswith("] IndexError: index 1 is out of bounds for axis 0 with size 1")),
+ first_failing_process="VllmWorker rank=6 pid=653 (TP rank 6 of 8, multiprocessing executor) in the vllm-ascend NPUModelRunner.apply_grammar_bitmask during execute_model",
+ fix="unknown (not in the body)",
+ notes="Title: '[Bug]: IndexError from `sorted_bitmask[batch_index] = grammar_bitmask[orig_index]`'. " + SRC.format(id="55648100260") + " Text = the fenced 'Error Stack' block under 'Describe the bug' (collect_env, which opens with the usual plugin/Triton/vllm._C import lines, left out). Run-time crash of a started server: OpenAI API server, Qwen3-32B, TP8 on 910B2C, V1, --enforce-eager; the reproduction sends a response_format json_object request between two streaming requests and kills the curl clients (aborts). The worker's apply_grammar_bitmask indexes the grammar bitmask with an index from a different (larger) batch view than the bitmask holds (1 row), i.e. the structured-output bitmask and the running batch disagree after aborts/reordering. The paste holds only rank 6's 'WorkerProc hit an exception' record (its traceback printed twice, as the worker logs it); the engine-core and front-end echoes that follow such a worker error in 0.9.x are not in the paste. Root line = first occurrence of the IndexError exception line. Not a start-up failure; no taxonomy id fits (structured_output_request_kills_engine in the corpus is about invalid grammars, here the grammar is valid).",
+ proposed_new_id="structured_output_batch_mismatch: the model runner's grammar-bitmask application indexes a request row that the bitmask does not hold (IndexError in apply_grammar_bitmask), e.g. after concurrent aborts; a vLLM/plugin bug that kills the engine on a structured-output request"))
+f = "3421-ascend-v1-0.10.0-ci-ilama-lora-expected-target-modules-embed-tokens.log"
+E.append(dict(file=f, source="https://github.com/vllm-project/vllm-ascend/issues/2034",
+ vllm_version="0.10.0 (the CI command in the body sets VLLM_VERSION=0.10.0; vllm-ascend main CI run of 2025-07-26 with transformers 4.54.0 named in the body)",
+ engine="v1", root_cause="unknown",
+ root_cause_line=line(f, lambda l: "] ValueError: While loading" in l),
+ first_failing_process="the EngineCore process (single card, UniProcExecutor driver worker) in the LoRA worker manager's _load_adapter -> LoRAModel.from_local_checkpoint -> check_unexpected_modules, on the first step with a LoRA request",
+ fix="unknown (not in the body; the body names 'transformers 4.54.0' next to 'Workaround' without saying more)",
+ notes="Title: \"[Bug]: ValueError: While loading model xxx, expected target modules in ['embed_tokens'] but received\". " + SRC.format(id="55768072572") + " Text = the unfenced log inside the '<details>' block under 'Describe the bug' (mislabelled 'The output of python collect_env.py'). e2e test tests/e2e/singlecard/test_ilama_lora.py (offline LLM with enable_lora) on vllm-ascend CI: the engine core dies at its first step because loading the adapter vllm-ascend/ilama-text2sql-spider fails: vLLM's expected LoRA modules for the model are only ['embed_tokens'] while the adapter targets the ordinary q/k/v/o/gate/up/down projections, so check_unexpected_modules rejects it. The expected-module list is what is wrong (an ordinary Llama LoRA), which the body ties to the new transformers 4.54.0 release; the text does not say how. Root line = the only exception line (the ValueError); 'EngineCore encountered a fatal error' is the record's header. Engine start-up had succeeded; failure at the first LoRA request. No taxonomy id fits (lora_config_invalid is about rank/config limits; dependency_version_mismatch would be a guess from the one-word mention of transformers 4.54.0).",
+ proposed_new_id="lora_target_modules_unexpected: loading a LoRA adapter fails because its target modules are not among those vLLM expects for the model ('expected target modules in [...] but received [...]'), from a wrong adapter or a wrongly computed expected-module list (version skew)"))
+f = "3422-ascend-unknown-unknown-doctest-import-vllm-aimv2-config-already-registered.log"
+E.append(dict(file=f, source="https://github.com/vllm-project/vllm-ascend/issues/2046",
+ vllm_version="unknown; 0.9.2 or 0.10.0 (vllm-ascend doctest CI run of 2025-07-27 with a pip-installed vllm in /tmp/vllm_venv; single-file vllm/config.py and vllm/transformers_utils/configs/ovis.py registering 'aimv2', as in those releases)",
+ engine="unknown", root_cause="dependency_version_mismatch",
+ root_cause_line="ValueError: 'aimv2' is already used by a Transformers config, pick another name.",
+ first_failing_process="the main process of examples/offline_inference_npu.py (run by the doctest), at `from vllm import LLM, SamplingParams`, before any engine exists",
+ fix="unknown (not in the body)",
+ notes="Title: \"[doctest]: ValueError: 'aimv2' is already used by a Transformers config, pick another name\". " + SRC.format(id="56102300314") + " Text = the fenced block under 'Describe the bug'. The offline example fails while importing vllm: vllm's Ovis config module calls AutoConfig.register('aimv2', AIMv2Config) at import time, and the freshly released transformers 4.54 already ships an 'aimv2' config, so transformers refuses the registration. Installed transformers newer than this vLLM supports, hence dependency_version_mismatch. Root line = the only exception line. No vLLM log lines (the failure precedes logging setup).",
+ ))
+f = "3423-cuda-v1-0.10.0-k8s-lws-ray-qwen3-coder-480b-fp8-pp2-enginecore-failed-truncated.log"
+E.append(dict(file=f, source="https://github.com/vllm-project/vllm-ascend/issues/2077",
+ vllm_version="0.10.0 (inferred: the core.py line numbers, run_engine_core at 623 and 'EngineCore failed to start' logged at core.py:632, match the vLLM 0.10.0 engine core seen in issue #2034 of the same dump, where run_busy_loop is at 625 and the fatal-error record at 634; July 2025)",
+ engine="v1", root_cause="unknown",
+ root_cause_line="2025-07-29T12:19:19.333973773+07:00 stdout F ERROR 07-28 22:19:19 [core.py:632] EngineCore failed to start.",
+ first_failing_process="a Ray worker (RayWorkerWrapper) in load_model, reached through the EngineCore's ray_distributed_executor _run_workers('load_model'); the worker's own error is cut off",
+ fix="unknown (not in the body; the user reports that without --pipeline-parallel-size 2 the pod starts)",
+ notes="Title: '[Installation]: VLLM Qwen/Qwen3-Coder-480B-A35B-Instruct-FP8 using --pipeline-parallel-size 2'. " + SRC.format(id="55778575745") + " Text = the second fenced block under 'Your current environment' (the first is the user's LWS container command, left out). A CUDA deployment filed in the vllm-ascend tracker: Kubernetes LeaderWorkerSet, 2 pods x 4 H200 in one Ray cluster, API server for Qwen3-Coder-480B-A35B-Instruct-FP8 with TP4 PP2 and expert parallel. Every line carries the containerd CRI prefix (timestamp, stream, 'F'); the stderr line 'Process EngineCore_0:' is interleaved out of timestamp order. Workers start loading the model, then the EngineCore reports 'EngineCore failed to start' with a traceback that reaches _run_workers('load_model') and ends there: the paste is cut before the Ray worker's exception. Root line = the EngineCore start-up failure record, the first line that shows the failure, since the originating exception is not in the text (a truncated log). No taxonomy id can be chosen from the text (possible causes such as PP with this FP8 MoE checkpoint or a memory shortage are guesses).",
+ proposed_new_id="worker_error_not_in_log: the engine core reports a start-up failure inside a call to its workers (here Ray _run_workers('load_model')) but the log is cut before the worker's exception, so the cause is not in the text"))
+f = "3424-ascend-v1-0.9.2-tp2-qwen3-32b-graph-mode-worker-failed-aclrtsynchronizestreamwithtimeout-107027.log"
+E.append(dict(file=f, source="https://github.com/vllm-project/vllm-ascend/issues/2138",
+ vllm_version="0.9.2 with vllm-ascend 0.9.2rc1 (issue title; the start script exports VLLM_VERSION=0.9.2)",
+ engine="v1", root_cause="unknown",
+ root_cause_line=line(f, lambda l: l.startswith("RuntimeError: Worker failed with error")),
+ first_failing_process="a VllmWorker process of the multiprocessing executor (TP2, NPU) in a torch_npu op (RunOpApiV2) whose stream synchronize failed; reported by the executor's get_response in the engine core",
+ fix="unknown (not in the body)",
+ notes="Title: '[Bug]: 0.9.2rc1版本 vllm ascend开启图模式场景下运行qwen3 32b 报错compiler_depend.ts:243 NPU function error: c10_npu::acl::AclrtSynchronizeStreamWithTimeout(stream), error code is 107027'. " + SRC.format(id="55601287951") + " Text = the three unfenced lines after '错误信息：' (error message) in 'Describe the bug'; the start command before it is left out. OpenAI API server, Qwen3-32B, TP2, graph mode (no --enforce-eager), with ASCEND_LAUNCH_BLOCKING=1 exported. Only the tail of the engine core's traceback is pasted: the multiprocessing executor raises 'Worker failed with error ...' carrying the worker's torch_npu error (AclrtSynchronizeStreamWithTimeout failed, error code 107027); the message is cut (no closing quote). Root line = that RuntimeError line: it is the only line with the cause, the worker's own record and the CANN error record are not in the paste. Where it failed (start-up graph capture or a request) is not visible. A plausible reading, not in the text: ASCEND_LAUNCH_BLOCKING=1 forces a stream synchronize after every op, which fails while the stream is captured into an ACL graph (then cudagraph_capture_failed would be the NPU analogue). The issue was closed within the hour; the reason is not in the body.",
+ proposed_new_id="npu_runtime_call_failed: a torch_npu/ACL runtime call fails in a worker with 'NPU function error: <acl call>, error code is N' (here AclrtSynchronizeStreamWithTimeout, 107027) and the CANN record that says why is not in the log"))
+f = "3425-ascend-v1-0.9.2-ray-tp16-qwen3-235b-mindie-turbo-safetensors-iterator-typeerror.log"
+E.append(dict(file=f, source="https://github.com/vllm-project/vllm-ascend/issues/2146",
+ vllm_version="0.9.2 with vllm-ascend v0.9.2rc2 (log: 'vLLM API server version 0.9.2', 'Initializing a V1 LLM engine (v0.9.2)'; title)",
+ engine="v1", root_cause="dependency_version_mismatch",
+ root_cause_line="ERROR 07-31 19:35:35 [core.py:586] TypeError: wrapper_weights_iterator.<locals>._safetensors_weights_iterator() takes 1 positional argument but 2 were given",
+ first_failing_process="Ray worker RayWorkerWrapper pid=13215 (ip 7.242.101.23) in load_model, inside MindIE Turbo's postprocess_loading wrapper -> default_loader._get_weights_iterator; pid=13214 fails the same way (Ray 'Unhandled error')",
+ fix="unknown (not in the body)",
+ notes="Title: '[Bug]: v0.9.2rc2, Qwen3-235B-A22B-Thinking-2507, with mindie_turbo, deploy failed'. " + SRC.format(id="55845158586") + " Text = the unfenced log under 'Describe the bug' (the vllm serve command in 'Your current environment' left out). vllm serve of Qwen3-235B-A22B-Thinking-2507 with TP16 over two 8-NPU nodes through Ray (SPMD workers); the 'Failed to import from vllm._C' warnings are the usual survived ones. 'MindIE Turbo is installed. vLLM inference will be accelerated with MindIE Turbo.' on every worker; at load_model the default loader calls safetensors_weights_iterator with two positional arguments, but MindIE Turbo has replaced it with a wrapper taking one: the installed MindIE Turbo was built for another vLLM / vllm-ascend version. The EngineCore logs 'EngineCore failed to start' with RayTaskError(TypeError), the same traceback is printed by the EngineCore_0 process, and Ray reports the same error of a second worker as unhandled. Root line = first occurrence of the TypeError exception line (the RayTaskError wrapper line only names the actor). dependency_version_mismatch: an add-on Python package (mindie_turbo) of a version incompatible with this vLLM; alternative reading: platform_plugin_api_mismatch (proposed in the corpus), since MindIE Turbo patches vLLM internals like a plugin.",
+ ))
+f = "3426-ascend-v1-0.9.1-ci-aclgraph-full-graph-qwen25-0.5b-event-wait-timeout.log"
+E.append(dict(file=f, source="https://github.com/vllm-project/vllm-ascend/issues/2182",
+ vllm_version="0.9.1 with vllm-ascend v0.9.1-dev (title '[v0.9.1]'; CI run of PR 2119 on that branch); aclgraph is V1-only",
+ engine="v1", root_cause="unknown",
+ root_cause_line=line(f, lambda l: l.startswith("EE9999: [PID: 12066]")),
+ first_failing_process="the pytest process running vLLM on one NPU (tests/singlecard/test_aclgraph.py, Qwen/Qwen2.5-0.5B-Instruct, full_cuda_graph=True), in torch_npu's caching allocator (allocate_workspace for an ATB op) when a device synchronize timed out",
+ fix="unknown (not in the body)",
+ notes="Title: '[Bug][v0.9.1]: test_aclgraph.py failed with \"full_cuda_graph\": True on A2 (910B1)'. " + SRC.format(id="56014785525") + " Text = the fenced block under 'Your current environment' (the pytest command under 'Describe the bug' left out). With full graph capture on a 910B1, a task waiting on an event never completes: CANN reports 'event wait timeout occurred during task execution ... timeout=1866s', rtDeviceSynchronizeWithTimeout fails (507011), and torch_npu raises from its malloc (allocate_workspace from the ATB op plugin) with 'ERR00100 PTA call acl api failed' and the C++ frame list. Root line = the EE9999 device record that states the cause (event-wait timeout); the first line 'ERR00100 PTA call acl api failed' and 'EE9999: Inner Error!' are only the generic head. No Python traceback or vLLM log lines are in the paste. No taxonomy id fits (a hang inside a replayed/captured graph, not a capture error).",
+ proposed_new_id="npu_task_timeout: an NPU task exceeded the device execution timeout during model execution ('event wait timeout occurred during task execution', rtDeviceSynchronizeWithTimeout failed 507011), i.e. a kernel or graph replay hung waiting for an event that never came"))
+f = "3427-ascend-v1-0.9.1-offline-tp2-ep-qwen3-30b-a3b-aclgraph-bincount-dynamic-shape-no-meta-kernel.log"
+E.append(dict(file=f, source="https://github.com/vllm-project/vllm-ascend/issues/2226",
+ vllm_version="0.9.1 with vllm-ascend v0.9.1-dev (inferred: the v0.9.1rc2 release checklist, issue #2191 in the same dump, lists this issue as the known issue of 'Qwen3 Moe + Aclgraph'; not stated in the body)",
+ engine="v1", root_cause="torch_compile_error",
+ root_cause_line=line(f, lambda l: l.startswith("RuntimeError: Worker failed with error 'dynamic shape operator")),
+ first_failing_process="a VllmWorker process of the multiprocessing executor (TP2 with expert parallel) during determine_available_memory (profile run traced by torch.compile for aclgraph); reported by the EngineCore_0 process",
+ fix="unknown (not in the body)",
+ notes="Title: '[Bug]: Qwen3 MoE aclgraph mode with tp failed when enbale ep due to bincount error'. " + SRC.format(id="55613835101") + " Text = the fenced block under 'Describe the bug' (the offline LLM script under 'Your current environment' left out). Offline LLM(Qwen/Qwen3-30B-A3B, tensor_parallel_size=2, enable_expert_parallel=True) in aclgraph mode (default, no enforce_eager): at KV-cache sizing the profile run is traced by torch.compile/dynamo, and the MoE expert-parallel path calls torch.bincount, whose output shape depends on data; fake-tensor tracing has no meta kernel for that ('dynamic shape operator: aten.bincount.default; Operator does not have a meta kernel that supports dynamic output shapes'). Only the EngineCore_0 traceback is pasted; the worker's own traceback is not. Root line = the 'Worker failed with error' RuntimeError, an echo, but the only line carrying the cause. torch_compile_error: the torch.compile graph capture of the model failed.",
+ ))
+out = ["# vllm-ascend issue bodies from a public per-issue Markdown dump of vllm-ascend issues in the code index (helper N, batch b53), walked in ascending issue order from #2000.", ""]
+for e in E:
+    out.append("[[log]]")
+    for k in ["file","source","vllm_version","engine","root_cause","root_cause_line","first_failing_process","fix","notes","proposed_new_id"]:
+        if k in e: out.append(f"{k} = " + json.dumps(e[k], ensure_ascii=False))
+    out.append("")
+open(D+"labels.toml","w").write("\n".join(out))
