@@ -1740,6 +1740,50 @@ pub fn analyze_launch(
         let c = &cands[i];
         records[c.record].lines[c.quote].body.as_str()
     };
+    // torch_npu's `RuntimeError: The Inner error is reported as above. …` says the failure is the
+    // report above it (the operator's own error record, CANN's codes): the nearest error record
+    // before it that is no traceback of its own, when the log kept one.
+    let root_i = root_i.map(|ri| {
+        if !exception_message(quote(ri)).starts_with("The Inner error is reported as above") {
+            return ri;
+        }
+        let root = &records[cands[ri].record];
+        let no = root.lines[cands[ri].quote].no;
+        // Not the exception's own message told line by line at the same log site
+        // (`logger.exception(e)`: `… engine.py:400] The Inner error is reported as above. …`).
+        let line_of = |j: usize| records[cands[j].record].lines[cands[j].quote].no;
+        let mut report: Vec<usize> = order
+            .iter()
+            .copied()
+            .filter(|&j| {
+                let c = &cands[j];
+                let r = &records[c.record];
+                !r.traceback
+                    && matches!(
+                        c.class,
+                        Class::Cause | Class::LoneException | Class::UnknownError
+                    )
+                    && r.lines[c.quote].no < no
+                    && (r.location.is_none() || r.location != root.location)
+                    && !survived(c)
+            })
+            .collect();
+        report.sort_unstable_by_key(|&j| line_of(j));
+        // The report is the run of error lines that ends nearest the exception: its head is the
+        // first of them (c10's `[rank0]:[E… compiler_depend.ts:…] … error code is 507014`, then
+        // the ACL's `[ERROR] … ERR00100 PTA call acl api failed` on the next line).
+        let Some(mut head) = report.pop() else {
+            return ri;
+        };
+        while let Some(&j) = report.last() {
+            if line_of(j) + 1 != line_of(head) {
+                break;
+            }
+            head = j;
+            report.pop();
+        }
+        head
+    });
     let root_i = root_i.map(|ri| {
         let outer = quote(ri);
         let m = exception_message(outer);
@@ -2902,6 +2946,22 @@ Error: Executing the custom container implementation failed. Please contact your
         assert!(crate::traceback::is_exception_statement(
             "shutil.Error: [Errno 2]"
         ));
+    }
+
+    #[test]
+    fn torch_npus_inner_error_defers_to_the_report_above_it() {
+        let report = "[rank0]:[E628 08:28:45.008203220 compiler_depend.ts:422] RopeOperation setup failed!\n";
+        let exception = "\
+Traceback (most recent call last):
+  File \"/x/vllm_ascend/ops/rotary_embedding.py\", line 1, in forward
+RuntimeError: The Inner error is reported as above. The process exits for this inner error, and the current working operator name is RopeOperation.
+";
+        assert_eq!(root(&format!("{report}{exception}")).0, 1);
+        // A report of two lines (c10's error, then the ACL's): its head.
+        let acl = "[ERROR] 2025-12-29-13:22:33 (PID:359, Device:0, RankID:-1) ERR00100 PTA call acl api failed\n";
+        assert_eq!(root(&format!("{report}{acl}{exception}")).0, 1);
+        // Without a report above it, the exception is what the log has.
+        assert_eq!(root(exception).0, 3);
     }
 
     #[test]
