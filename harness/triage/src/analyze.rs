@@ -16,10 +16,15 @@ use super::rules::{Role, RuleSet};
 use super::scan::{self, WindowedLines};
 use super::segment::{is_config_dump, is_engine_init};
 use super::traceback::{
-    is_elision, is_exception_statement, is_ignored_exception_head, is_libc_fatal, is_tool_fatal,
+    is_bare_exception_type, is_chain_marker, is_elision, is_exception_statement,
+    is_ignored_exception_head, is_libc_fatal, is_process_head, is_tool_fatal, is_traceback_start,
     resplit, Assembler, LineRole, Record,
 };
 use super::verdict::{Damage, RootCause, Secondary, Stale, Status, Verdict, VERDICT_SCHEMA};
+
+/// The shortest exception message that another exception's message is taken to quote (a
+/// wrapper's `f"…: {err}"`): shorter ones (`bad input`, `0`) occur inside any text.
+const QUOTED_MESSAGE_MIN: usize = 12;
 
 /// At most this many secondary entries are listed.
 const SECONDARY_MAX: usize = 24;
@@ -683,17 +688,37 @@ fn ray_task_origin(rec: &Record, li: usize) -> Option<usize> {
         .map(|p| li + 1 + p)
 }
 
-/// asyncio's `CancelledError` (`asyncio.exceptions.CancelledError`, `concurrent.futures`'),
-/// raised in a task that was cancelled.
+/// The bare traceback under uvicorn's `Exception in ASGI application`, read line by line.
+#[derive(Debug, Default)]
+struct AsgiSpan {
+    /// The request's exception line was read, and no chain marker since.
+    ended: bool,
+}
+
+impl AsgiSpan {
+    /// Whether this bare line still belongs to the request's error.
+    fn extend(&mut self, body: &str) -> bool {
+        if self.ended && (is_traceback_start(body) || is_process_head(body).is_some()) {
+            return false;
+        }
+        if is_chain_marker(body) {
+            self.ended = false;
+        } else if !body.starts_with(char::is_whitespace)
+            && (is_exception_statement(body) || is_bare_exception_type(body))
+        {
+            self.ended = true;
+        }
+        true
+    }
+}
+
 /// The exception a request gets once the engine is dead: V0's `AsyncEngineDeadError`
 /// (vllm/engine/async_llm_engine.py: `Background loop has errored already.`, or raised from the
-/// loop's own error) and V1's `EngineDeadError` (vllm/v1/engine/exceptions.py). A request's
-/// error that ends in one did not happen to the request alone.
+/// loop's own error), V0's `MQEngineDeadError` (vllm/engine/multiprocessing/__init__.py) and V1's
+/// `EngineDeadError` (vllm/v1/engine/exceptions.py): any class so named. A request's error that
+/// ends in one did not happen to the request alone.
 fn says_engine_dead(body: &str) -> bool {
-    matches!(
-        exception_class(body),
-        "AsyncEngineDeadError" | "EngineDeadError"
-    )
+    exception_class(body).ends_with("EngineDeadError")
 }
 
 /// A frame of V0's engine loop (vllm/engine/async_llm_engine.py: `run_engine_loop`, :815 in
@@ -701,22 +726,32 @@ fn says_engine_dead(body: &str) -> bool {
 /// `_raise_exception_on_finish` in 0.4, which hands the loop's exception to every request): an error raised there is the engine's,
 /// whichever request's traceback shows it.
 fn in_engine_loop(frame: &str) -> bool {
-    [
-        " in run_engine_loop",
-        " in _raise_exception_on_finish",
-        " in _log_task_completion",
-    ]
-    .iter()
-    .any(|f| {
-        frame.match_indices(f).any(|(at, _)| {
-            frame[at + f.len()..]
-                .chars()
-                .next()
-                .is_none_or(char::is_whitespace)
-        })
+    frame.rsplit_once(", in ").is_some_and(|(_, function)| {
+        matches!(
+            function.split_whitespace().next(),
+            Some("run_engine_loop" | "_raise_exception_on_finish" | "_log_task_completion")
+        )
     })
 }
 
+/// A tool-call parser's source file, named by a frame (`/app/hermes_tool_parser.py`) or a log
+/// site (`hermes_tool_parser.py:110`): vLLM's parsers and plugins' alike are `…_tool_parser.py`.
+fn is_tool_parser(file: &str) -> bool {
+    let base = file.rsplit('/').next().unwrap_or(file);
+    base.find(".py")
+        .is_some_and(|end| base[..end].ends_with("_tool_parser"))
+}
+
+/// An engine that logs statistics: its process's pid and its data-parallel index, as far as the
+/// log names them.
+type EngineKey = (Option<u32>, Option<u32>);
+
+/// uvicorn's head of a request's uncaught error (uvicorn/protocols/http/*_impl.py:
+/// `msg = "Exception in ASGI application\n"`).
+const ASGI_ERROR_HEAD: &str = "Exception in ASGI application";
+
+/// asyncio's `CancelledError` (`asyncio.exceptions.CancelledError`, `concurrent.futures`'),
+/// raised in a task that was cancelled.
 fn is_cancellation(body: &str) -> bool {
     exception_class(body) == "CancelledError"
 }
@@ -762,15 +797,18 @@ fn frame_file(frame: &str) -> &str {
 /// The engine's periodic statistics (`Avg prompt throughput: 10724.5 tokens/s, Avg generation
 /// throughput: 651.8 tokens/s, Running: 77 reqs, …`: vllm/engine/metrics.py:487 and
 /// vllm/v1/metrics/loggers.py:113 in v0.8.5) showing tokens made: an engine at work (a stuck
-/// one goes on logging its running requests at 0.0 tokens/s).
-fn reports_engine_busy(body: &str) -> bool {
+/// one goes on logging its running requests at 0.0 tokens/s). Some(the engine's index) when
+/// it is, `Some(None)` for a log that names no engine.
+fn busy_engine(body: &str) -> Option<Option<u32>> {
     // `Engine 000: ` before it from 0.9 on (one logger per engine of a data-parallel server).
-    let rest = match body.strip_prefix("Engine ") {
-        Some(r) => r.split_once(": ").map_or("", |(_, r)| r),
-        None => body,
+    let (engine, rest) = match body.strip_prefix("Engine ") {
+        Some(r) => r
+            .split_once(": ")
+            .map_or((None, ""), |(i, r)| (i.parse::<u32>().ok(), r)),
+        None => (None, body),
     };
     if !rest.starts_with("Avg prompt throughput: ") {
-        return false;
+        return None;
     }
     let number_after = |key: &str| {
         rest.split_once(key).and_then(|(_, r)| {
@@ -779,8 +817,9 @@ fn reports_engine_busy(body: &str) -> bool {
                 .and_then(|n| n.parse::<f64>().ok())
         })
     };
-    number_after("Avg prompt throughput: ").is_some_and(|n| n > 0.0)
-        || number_after("Avg generation throughput: ").is_some_and(|n| n > 0.0)
+    (number_after("Avg prompt throughput: ").is_some_and(|n| n > 0.0)
+        || number_after("Avg generation throughput: ").is_some_and(|n| n > 0.0))
+    .then_some(engine)
 }
 
 /// The status code of uvicorn's access log line (`… "POST /v1/completions HTTP/1.1" 500
@@ -868,7 +907,7 @@ fn origin_in_chain(rec: &Record, li: usize) -> usize {
         .iter()
         .position(|l| {
             let m = exception_message(&l.body);
-            l.role == LineRole::Exception && m.len() >= 12 && said.contains(m)
+            l.role == LineRole::Exception && m.len() >= QUOTED_MESSAGE_MIN && said.contains(m)
         })
         .unwrap_or(li)
 }
@@ -1130,13 +1169,14 @@ fn classify(rec: &Record, rules: &RuleSet) -> Option<(Class, Option<usize>, usiz
     }
     if let Some((&(class, _), &(ri, li))) = best.iter().next() {
         // An echo raised from an exception its record holds (`raise AsyncEngineDeadError(…)
-        // from e`) says that exception is the failure, though no signature names it.
+        // from e`) says that exception is the failure, though no signature names it: ranked as
+        // any exception no signature names, not above what one does.
         // An exception without a message (`raise TimeoutError() from exc` in asyncio's
         // `wait_for`) still names it better than the echo.
         if class == Class::Echo {
             if let Some(e) = direct_cause(rec, li).filter(|&e| !is_cancellation(&rec.lines[e].body))
             {
-                return Some((Class::Cause, None, first_direct_cause(rec, e)));
+                return Some((Class::UnknownError, None, first_direct_cause(rec, e)));
             }
         }
         let line = &rec.lines[li];
@@ -1372,13 +1412,16 @@ pub fn analyze_launch(
     // `API server: shutdown triggered`).
     let mut shutdown_line: Option<u64> = None;
     // Lines of the engine's periodic statistics that show it at work.
-    let mut busy_lines: Vec<(u64, bool)> = Vec::new();
+    // Each with the process and the engine (of a data-parallel server) it tells of.
+    let mut busy_lines: Vec<(u64, EngineKey)> = Vec::new();
     // An excerpt's `[...]`: what is on either side of it may be different runs.
     let mut elisions: Vec<u64> = Vec::new();
     // uvicorn's `Exception in ASGI application` and the bare traceback under it: one request's
-    // error.
+    // error. The span ends at a log header, or at a new traceback (or multiprocessing's
+    // `Process …:` head) after the request's exception line without a chain marker between: an
+    // engine's fatal traceback printed right after is not the request's.
     let mut asgi_spans: Vec<(u64, u64)> = Vec::new();
-    let mut asgi_open = false;
+    let mut asgi: Option<AsgiSpan> = None;
     let mut evidence: BTreeMap<String, serde_json::Value> = BTreeMap::new();
     let mut version: Option<String> = None;
     let mut pids: Vec<u32> = Vec::new();
@@ -1405,8 +1448,10 @@ pub fn analyze_launch(
                 after_nul = true;
             }
             let mut p = parse_line_in(piece, layers);
-            if let Some(inner) = exception_group_body(&p.body) {
-                p.body = std::borrow::Cow::Owned(inner.to_string());
+            let in_group = exception_group_body(&p.body).map(str::to_string);
+            let grouped = in_group.is_some();
+            if let Some(inner) = in_group {
+                p.body = std::borrow::Cow::Owned(inner);
             }
             if p.body.is_empty() && p.process.is_none() {
                 continue;
@@ -1468,21 +1513,27 @@ pub fn analyze_launch(
             if p.header == HeaderKind::Uvicorn || is_api_server_line(&p) {
                 server_seen = true;
             }
-            if p.level == Some(Level::Info) && reports_engine_busy(body) {
-                busy_lines.push((line.no, p.pid.is_some()));
+            if let Some(engine) = busy_engine(body).filter(|_| p.level == Some(Level::Info)) {
+                busy_lines.push((line.no, (p.pid, engine)));
             }
             if is_elision(body) {
                 elisions.push(line.no);
             }
             // uvicorn's line, then the request's traceback as bare text until a line with a
             // log header.
-            if body.starts_with("Exception in ASGI application") {
+            if body.starts_with(ASGI_ERROR_HEAD) {
                 asgi_spans.push((line.no, line.no));
-                asgi_open = true;
+                asgi = Some(AsgiSpan::default());
             } else if p.header != HeaderKind::None {
-                asgi_open = false;
-            } else if let Some(span) = asgi_spans.last_mut().filter(|_| asgi_open) {
-                span.1 = line.no;
+                asgi = None;
+            } else if let Some(state) = asgi.as_mut() {
+                if grouped || state.extend(body) {
+                    if let Some(span) = asgi_spans.last_mut() {
+                        span.1 = line.no;
+                    }
+                } else {
+                    asgi = None;
+                }
             }
             if shutdown_line.is_none()
                 && ((p.header == HeaderKind::Uvicorn && body.starts_with("Shutting down"))
@@ -1501,8 +1552,13 @@ pub fn analyze_launch(
             if access.is_some_and(|code| code.starts_with('2')) {
                 // A request answered (2xx): up, whether or not the log kept its startup lines; but an answer says nothing
                 // of errors before it (an excerpt may join two runs), so no ready line. An answer
-                // after a shutdown is a later run's, whose start the log did not keep.
+                // after a shutdown is a later run's, whose start the log did not keep (one between
+                // uvicorn's `Shutting down` and its `Application shutdown complete` is a request
+                // in flight that the graceful shutdown waited for).
                 ready = true;
+                if stopped {
+                    shutdown_line = None;
+                }
                 stopped = false;
             }
             if p.header == HeaderKind::Uvicorn {
@@ -1671,14 +1727,14 @@ pub fn analyze_launch(
         let r = &records[c.record];
         let first = r.lines.first();
         let no = r.lines[c.quote].no;
-        (first.is_some_and(|l| l.body.starts_with("Exception in ASGI application"))
+        (first.is_some_and(|l| l.body.starts_with(ASGI_ERROR_HEAD))
             || asgi_spans.iter().any(|&(head, end)| head < no && no <= end)
             || r.location.as_deref().is_some_and(is_request_handler)
             || r.lines[..c.quote]
                 .iter()
                 .rev()
                 .find(|l| l.role == LineRole::Frame)
-                .is_some_and(|l| frame_file(&l.body).ends_with("_tool_parser.py")))
+                .is_some_and(|l| is_tool_parser(frame_file(&l.body))))
             && !r.lines.iter().any(|l| {
                 (l.role == LineRole::Exception && says_engine_dead(&l.body))
                     || (l.role == LineRole::Frame && in_engine_loop(&l.body))
@@ -1698,16 +1754,27 @@ pub fn analyze_launch(
             || reported_dead(&r.lines[c.quote].body).next().is_some();
         // An exception the process went on from (logged as a warning, ignored by CPython, a
         // cancelled task) after it became ready did not end it either.
-        // An engine that went on working after it (two of its periodic statistics lines with
-        // tokens made, at least one interval apart, and no elision between) survived it. The
+        // An engine that went on working after it (two of one process's periodic statistics
+        // lines with tokens made, so at least one interval apart, and no elision between; two
+        // data-parallel engines' lines of the same instant are not that) survived it. The
         // statistics must be told the way the error was, with process prefixes or without: an
         // unprefixed error among prefixed statistics is another program's, or another run's
         // that wrote into the same file.
-        let worked_after = busy_lines
-            .iter()
-            .filter(|&&(b, prefixed)| b > no && prefixed == r.pid.is_some())
-            .nth(1)
-            .is_some_and(|&(b, _)| !elisions.iter().any(|&e| no < e && e < b));
+        let worked_after = {
+            let after = busy_lines
+                .iter()
+                .filter(|&&(b, (pid, _))| b > no && pid.is_some() == r.pid.is_some());
+            let mut first: Vec<EngineKey> = Vec::new();
+            let mut second = None;
+            for &(b, engine) in after {
+                if first.contains(&engine) {
+                    second = Some(b);
+                    break;
+                }
+                first.push(engine);
+            }
+            second.is_some_and(|b| !elisions.iter().any(|&e| no < e && e < b))
+        };
         // One CPython printed and ignored (`Exception ignored in: …`) went on, ready or not.
         let went_on = c.class == Class::Warned
             && (ready_line.is_some()
@@ -1725,17 +1792,16 @@ pub fn analyze_launch(
                 || worked_after
                 || ready_line.is_some_and(|ready| no < ready))
     };
-    let survivors: Vec<usize> = order
-        .iter()
-        .copied()
-        .filter(|&i| survived(&cands[i]))
-        .collect();
+    // Whether the launch survived each candidate, told once (the choices below ask again).
+    let survived: Vec<bool> = cands.iter().map(survived).collect();
+    let survivors: Vec<usize> = order.iter().copied().filter(|&i| survived[i]).collect();
     // Root cause and folding.
-    let root_i = order.iter().copied().find(|&i| !survived(&cands[i]));
+    let root_i = order.iter().copied().find(|&i| !survived[i]);
     // A root exception whose message ends with another exception's of the same type (vLLM's
     // `raise type(err)(f"Error in model execution (input dumped to {filename}): {err}")` in
-    // vllm/worker/model_runner_base.py) wraps it: the one it carries is the failure, where the
-    // excerpt kept it.
+    // vllm/worker/model_runner_base.py's `dump_input_when_exception`, :152 in v0.6.4.post1 as the
+    // real logs batch-32/2697 and batch-15/1209 show; gone by v0.8.5) wraps it: the one it
+    // carries is the failure, where the excerpt kept it.
     let quote = |i: usize| {
         let c = &cands[i];
         records[c.record].lines[c.quote].body.as_str()
@@ -1765,7 +1831,7 @@ pub fn analyze_launch(
                     )
                     && r.lines[c.quote].no < no
                     && (r.location.is_none() || r.location != root.location)
-                    && !survived(c)
+                    && !survived[j]
             })
             .collect();
         report.sort_unstable_by_key(|&j| line_of(j));
@@ -1794,13 +1860,13 @@ pub fn analyze_launch(
                 let inner = quote(j);
                 let said = exception_message(inner);
                 cands[j].class <= Class::UnknownError
-                    && !survived(&cands[j])
+                    && !survived[j]
                     && is_exception_statement(outer)
                     && is_exception_statement(inner)
                     && exception_class(outer) == exception_class(inner)
-                    && said.len() >= 12
-                    && said.len() < m.len()
-                    && m.ends_with(said)
+                    && said.len() >= QUOTED_MESSAGE_MIN
+                    && m.strip_suffix(said)
+                        .is_some_and(|head| head.ends_with(": "))
             })
             .unwrap_or(ri)
     });
@@ -1996,7 +2062,7 @@ pub fn analyze_launch(
 fn is_request_handler(location: &str) -> bool {
     let file = location.rsplit('/').next().unwrap_or(location);
     let file = file.trim_start_matches('[');
-    file.starts_with("serving_") || file.contains("_tool_parser.py")
+    file.starts_with("serving_") || is_tool_parser(file)
 }
 
 fn version_of(body: &str) -> Option<String> {
@@ -2755,6 +2821,16 @@ LLVM ERROR: Unsupported rounding mode for conversion.
         // The same report with no shutdown asked for is the server's death.
         let died = log.replace("[shutdown] ", "");
         assert!(one(&died).root_cause.is_some());
+        // A later run (its start cut from the log) answered after the shutdown: its engine's
+        // death is no part of the earlier run's shutdown.
+        let (before, report) = log.split_at(log.find("(APIServer pid=9) ERROR").expect("report"));
+        let report: String = report.lines().take(3).map(|l| format!("{l}\n")).collect();
+        let later = format!(
+            "{before}(APIServer pid=9) INFO:     Shutting down\n\
+             (APIServer pid=9) INFO:     Application shutdown complete.\n\
+             INFO:     10.0.0.1:3210 - \"POST /v1/chat/completions HTTP/1.1\" 200 OK\n{report}"
+        );
+        assert!(one(&later).root_cause.is_some(), "{later}");
     }
     #[test]
     fn older_offline_engines_are_ready_at_their_last_start_line_or_their_first_output() {
@@ -2893,7 +2969,13 @@ ValueError: the request went wrong
         let once = format!("{error}{}", stats("651.8"));
         let stuck = format!("{error}{}{}", stats("0.0"), stats("0.0"));
         let joined = format!("{error}[...]\n{}{}", stats("651.8"), stats("480.5"));
-        for log in [once, stuck, joined] {
+        // Two engines of a data-parallel server at the same instant are one interval of each.
+        let dp = format!(
+            "{error}{}{}",
+            stats("651.8").replace("] Avg", "] Engine 000: Avg"),
+            stats("480.5").replace("] Avg", "] Engine 001: Avg")
+        );
+        for log in [once, stuck, joined, dp] {
             assert_eq!(one(&log).root_cause.expect("a root cause").line, 4, "{log}");
         }
     }
@@ -2931,6 +3013,28 @@ AttributeError: 'NoneType' object has no attribute 'get'
             "    |   File \"/x/vllm/engine/async_llm_engine.py\", line 498, in run_engine_loop\n",
         );
         assert_eq!(one(&engine).status, crate::Status::Crashed);
+        // A child's fatal traceback printed right after the request's (V0's engine process on
+        // the same stream): not the request's, whatever follows uvicorn's line.
+        let request = "\
+ERROR:    Exception in ASGI application
+Traceback (most recent call last):
+  File \"/x/vllm/entrypoints/openai/serving_chat.py\", line 1, in create_chat_completion
+ValueError: bad request
+";
+        let fatal = "\
+Process SpawnProcess-1:
+Traceback (most recent call last):
+  File \"/x/vllm/engine/multiprocessing/engine.py\", line 1, in run_mp_engine
+RuntimeError: CUDA error: an illegal memory access was encountered
+";
+        let v = one(&format!("{request}{fatal}"));
+        assert_eq!(v.root_cause.expect("a root cause").line, 8);
+        // A chained exception is still the request's.
+        let chained = format!(
+            "{request}\nThe above exception was the direct cause of the following exception:\n\n{}",
+            request.lines().skip(1).collect::<Vec<_>>().join("\n") + "\n"
+        );
+        assert!(one(&chained).root_cause.is_none(), "{chained}");
     }
 
     #[test]

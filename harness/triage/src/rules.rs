@@ -485,6 +485,63 @@ mod tests {
     }
 
     #[test]
+    fn shell_job_reports_are_read_alike_by_the_traceback_and_the_rules() {
+        use crate::traceback::is_shell_job_report;
+        let set = RuleSet::builtin();
+        let ids = |line: &str| -> Vec<String> {
+            set.matches(line)
+                .iter()
+                .map(|&i| set.rules()[i].id.clone())
+                .collect()
+        };
+        let signal = [
+            "[1]    3100846 segmentation fault (core dumped)  python -m vllm.entrypoints.openai.api_server",
+            "[1]  + 3100846 abort      vllm serve /models/x",
+            "zsh: segmentation fault  python serve.py",
+            "[1]+  Segmentation fault      (core dumped) python serve.py",
+            "./run.sh: line 5: 12345 Aborted                 (core dumped) python serve.py",
+            "bash: line 1: 12345 Bus error (core dumped) vllm serve x",
+            "12345 segmentation fault  python serve.py",
+        ];
+        let killed = [
+            "[1]+  Killed                  python serve.py",
+            "[2]  - 4242 killed     vllm serve x",
+            "zsh: killed     vllm serve x",
+            "./run.sh: line 5: 12345 Killed                  python serve.py",
+        ];
+        for (lines, id) in [
+            (&signal[..], "worker_killed_by_signal"),
+            (&killed[..], "host_oom_killed"),
+        ] {
+            for line in lines {
+                assert!(is_shell_job_report(line), "{line}");
+                assert!(ids(line).iter().any(|i| i == id), "{line}: {:?}", ids(line));
+            }
+        }
+        // The shell's other job lines end a traceback too, but name no cause.
+        for line in ["[1]+  Done                    python serve.py", "[1] 12345"] {
+            assert!(is_shell_job_report(line), "{line}");
+            assert!(ids(line).is_empty(), "{line}: {:?}", ids(line));
+        }
+        // Not job reports: vLLM's own lines, an exception's message.
+        for line in [
+            "Aborted request chatcmpl-1234.",
+            "[1] Failed to load the model",
+            "RuntimeError: Worker died or was killed",
+            "Killed process 4242 (python) total-vm:1024kB",
+        ] {
+            assert!(!is_shell_job_report(line), "{line}");
+            assert!(
+                !ids(line)
+                    .iter()
+                    .any(|i| i == "worker_killed_by_signal" || i == "host_oom_killed"),
+                "{line}: {:?}",
+                ids(line)
+            );
+        }
+    }
+
+    #[test]
     fn user_rules_extend_and_bad_rules_are_errors() {
         let set = RuleSet::with_user_rules(
             "[[rule]]\nid = \"my_cause\"\nliterals = [\"frobnicate\"]\nregex = 'frobnicate failed'\n",

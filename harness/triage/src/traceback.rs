@@ -124,14 +124,14 @@ fn is_exception_like(body: &str) -> bool {
             || body.contains(": "))
 }
 
-/// A line that states a raised exception on its own: `Type: message` whose type names an
-/// exception (`…Error`, `…Exception`, `KeyboardInterrupt`, `SystemExit`), or pydantic's
-/// `Value error, …` detail of a config `ValidationError`. Outside a traceback this is an excerpt
 /// An excerpt's mark for text left out (`[...]`, `...`, `…`).
 pub fn is_elision(body: &str) -> bool {
     matches!(body.trim(), "[...]" | "[…]" | "..." | "…")
 }
 
+/// A line that states a raised exception on its own: `Type: message` whose type names an
+/// exception (`…Error`, `…Exception`, `KeyboardInterrupt`, `SystemExit`), or pydantic's
+/// `Value error, …` detail of a config `ValidationError`. Outside a traceback this is an excerpt
 /// that kept only the last line, or a wrapper re-printing the error.
 pub fn is_exception_statement(body: &str) -> bool {
     // Quoting a paste adds backticks, `> ` or an elision's `... ` in front.
@@ -153,8 +153,10 @@ pub fn is_exception_statement(body: &str) -> bool {
         return matches!(body.trim_end(), "KeyboardInterrupt" | "SystemExit");
     }
     let head = &body[..n];
-    // CPython names an exception that is not a builtin with its module (`shutil.Error: …`):
-    // a bare `Error: …` is a tool's message (a CI runner's, a CLI's), not an exception line.
+    // CPython names an exception with its module unless it is a builtin or the script's own
+    // (`__main__`): `shutil.Error: …`. A bare `Error: …` is a tool's message (a CI runner's, a
+    // CLI's), not an exception line; a script's own `class Error(Exception)` is read as one too,
+    // a rare loss for the many tools' messages it spares.
     if head == "Error" {
         return false;
     }
@@ -165,41 +167,87 @@ pub fn is_exception_statement(body: &str) -> bool {
         || ty == "SystemExit"
 }
 
+/// A shell's report that a job it ran ended: zsh's `[1]    3100846 segmentation fault (core
+/// dumped)  python …` and `[1]  + 3100846 killed  python …` (`zsh: segmentation fault  python …`
+/// in the foreground), bash's `[1]+  Segmentation fault      (core dumped) python …` and, from a
+/// script, `./run.sh: line 5: 12345 Killed                  python …`. It is the shell's line,
+/// never the message of the exception above it. Without its job number (a collector's tag before
+/// it may have been taken for one), the pid and the status stay. The same forms, for the fatal
+/// statuses, are the rules `worker_killed_by_signal` and `host_oom_killed` (signatures.toml).
+pub fn is_shell_job_report(body: &str) -> bool {
+    shell_job_status(body).is_some()
+}
+
+/// The status word of a shell's job report ([`is_shell_job_report`]), as the shell wrote it.
+fn shell_job_status(body: &str) -> Option<&str> {
+    // What the shell writes of a job's end: zsh's lower-case signal names, bash's capitalised
+    // ones, and the ends that are no signal (`Done`, `Exit 1`, `Terminated`).
+    const STATUSES: [&str; 10] = [
+        "segmentation fault",
+        "bus error",
+        "killed",
+        "abort",
+        "illegal instruction",
+        "floating point exception",
+        "terminated",
+        "done",
+        "exit ",
+        "stopped",
+    ];
+    let body = body.trim_start();
+    let (rest, pid_required) = if let Some(r) = body.strip_prefix("zsh: ") {
+        (r, false)
+    } else if let Some((job, r)) = body.strip_prefix('[').and_then(|r| r.split_once(']')) {
+        if job.is_empty() || !job.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        // bash's `[1]+  …`, zsh's `[1]  + …` and `[1]    …`.
+        let after = r.trim_start();
+        let r = match after.strip_prefix(['+', '-']) {
+            Some(signed) if signed.starts_with(char::is_whitespace) => signed,
+            None if after.len() < r.len() => after,
+            _ => return None,
+        };
+        (r, false)
+    } else if let Some((_, r)) = body
+        .split_once(": line ")
+        .filter(|(script, _)| !script.is_empty() && !script.contains(char::is_whitespace))
+    {
+        // bash's `SCRIPT: line N: PID STATUS …`.
+        let digits = r.bytes().take_while(u8::is_ascii_digit).count();
+        (r[digits..].strip_prefix(": ")?, true)
+    } else {
+        (body, true)
+    };
+    let rest = rest.trim_start();
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    if pid_required && digits == 0 {
+        return None;
+    }
+    if digits > 0 && !pid_required && rest[digits..].trim().is_empty() {
+        // bash's `[1] 12345`: the job it just started.
+        return Some("");
+    }
+    let status = if digits > 0 {
+        rest[digits..]
+            .strip_prefix(char::is_whitespace)?
+            .trim_start()
+    } else {
+        rest
+    };
+    STATUSES
+        .iter()
+        .any(|w| {
+            status
+                .get(..w.len())
+                .is_some_and(|h| h.eq_ignore_ascii_case(w))
+        })
+        .then_some(status)
+}
+
 /// CPython's head line of an exception it printed and ignored (`Exception ignored in atexit
 /// callback: <function shutdown at 0x…>`, `Exception ignored in: <function … __del__>`): the
 /// traceback under it did not stop the process.
-/// A shell's report that a job it ran ended (`[1]    3100846 segmentation fault (core dumped)
-/// python …` and `zsh: segmentation fault  python …` from zsh, `[1]+  Killed  python …` from
-/// bash): the shell's line, never the message of the exception above it. Without its job number
-/// (a collector's tag before it may have been taken for one), zsh's pid and the status stay.
-pub fn is_shell_job_report(body: &str) -> bool {
-    let rest = body
-        .strip_prefix('[')
-        .and_then(|r| r.split_once(']'))
-        .filter(|(job, r)| {
-            !job.is_empty()
-                && job.bytes().all(|b| b.is_ascii_digit())
-                && r.trim_start_matches(['+', '-'])
-                    .starts_with(char::is_whitespace)
-        });
-    if rest.is_some() {
-        return true;
-    }
-    let body = body.trim_start();
-    let status = body.strip_prefix("zsh: ").or_else(|| {
-        let digits = body.bytes().take_while(u8::is_ascii_digit).count();
-        (digits > 0)
-            .then(|| body[digits..].strip_prefix(char::is_whitespace))
-            .flatten()
-            .map(str::trim_start)
-    });
-    status.is_some_and(|s| {
-        ["segmentation fault", "bus error", "killed", "abort"]
-            .iter()
-            .any(|w| s.starts_with(w))
-    })
-}
-
 pub fn is_ignored_exception_head(body: &str) -> bool {
     body.starts_with("Exception ignored in")
 }
@@ -390,12 +438,20 @@ fn last_exception_start(tail: &[u8]) -> Option<usize> {
     })
 }
 
-fn is_chain_marker(body: &str) -> bool {
+/// multiprocessing's head of a child's uncaught traceback (`Process EngineCore_0:`, `Process
+/// SpawnProcess-1:`; multiprocessing/process.py `_bootstrap`), with the process's name.
+pub(crate) fn is_process_head(body: &str) -> Option<&str> {
+    body.strip_prefix("Process ")
+        .and_then(|r| r.strip_suffix(':'))
+        .filter(|name| !name.is_empty() && name.len() < 71)
+}
+
+pub(crate) fn is_chain_marker(body: &str) -> bool {
     body.starts_with("During handling of the above exception")
         || body.starts_with("The above exception was the direct cause")
 }
 
-fn is_traceback_start(body: &str) -> bool {
+pub(crate) fn is_traceback_start(body: &str) -> bool {
     body == "Traceback (most recent call last):"
         || body.ends_with("Traceback (most recent call last):")
 }
@@ -591,7 +647,7 @@ impl Assembler {
             }
             Some(State::AfterException) => {
                 let o = self.open.get_mut(&key).expect("open");
-                let process_header = body.starts_with("Process ") && body.ends_with(':');
+                let process_header = is_process_head(body).is_some();
                 if is_chain_marker(body) {
                     o.rec.lines.push(mk(LineRole::Chain));
                     o.state = State::Chained;
@@ -659,9 +715,9 @@ impl Assembler {
             self.start(p, key, mk(LineRole::Frame), State::Frames);
             return;
         }
-        if body.starts_with("Process ") && body.ends_with(':') && body.len() < 80 {
+        if let Some(name) = is_process_head(body) {
             // CPython's `Process NAME:` before a child's uncaught traceback names the process.
-            let name = body["Process ".len()..body.len() - 1].to_string();
+            let name = name.to_string();
             self.start(p, key.clone(), mk(LineRole::Head), State::Head);
             if let Some(o) = self.open.get_mut(&key) {
                 o.rec.process_hint = Some(name);
