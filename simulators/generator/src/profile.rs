@@ -203,6 +203,25 @@ impl Profile {
         out
     }
 
+    /// Whether the simulator knows `version`: one of [`Profile::releases`], or a post or hotfix
+    /// release of one.
+    pub fn knows(version: Version) -> bool {
+        all()
+            .iter()
+            .flat_map(|p| std::iter::once(p.version).chain(p.also.iter().copied()))
+            .any(|r| r.same_release(version))
+    }
+
+    /// Why `version` is refused: the releases the simulator knows, for an error message.
+    pub fn unknown_release(version: &str) -> String {
+        let known: Vec<String> = Profile::releases().iter().map(|v| v.to_string()).collect();
+        format!(
+            "vLLM {version} is not a release the simulator knows (known: {}; their post and hotfix \
+             releases too, e.g. 0.8.5.post1)",
+            known.join(", ")
+        )
+    }
+
     /// The profile for a release as installed on a host: the interpreter and virtualenv of
     /// `host.install` change paths and frames (`X@py3.11` fragments replace `X`); the CPU
     /// platform selects `X@cpu` texts, the CPU engine generation and engine config.

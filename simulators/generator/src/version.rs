@@ -44,6 +44,12 @@ impl Version {
     pub fn minor(self) -> u32 {
         self.parts[1]
     }
+
+    /// Whether both name the same release line `major.minor.patch` (`0.8.5.post1` and `0.8.5`,
+    /// `0.10.1.1` and `0.10.1`: a post or hotfix release prints what its release does).
+    pub fn same_release(self, other: Version) -> bool {
+        self.parts[..3] == other.parts[..3]
+    }
 }
 
 impl fmt::Display for Version {

@@ -18,7 +18,7 @@ use super::fail;
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Scenario name (`fp8-kv-sm120`), `group/name`, or a path to a scenario file.
-    #[arg(required_unless_present = "list")]
+    #[arg(required_unless_present_any = ["list", "list_releases"])]
     scenario: Option<String>,
     /// Seed of every random choice (pids, timings, interleaving).
     #[arg(long, default_value_t = 0)]
@@ -29,12 +29,17 @@ pub struct Args {
     /// Pad the log to about this size: bytes or with a unit (500MB, 1GiB).
     #[arg(long, value_parser = parse_size)]
     size: Option<u64>,
-    /// Simulate another vLLM version than the scenario's.
+    /// Simulate another vLLM release than the scenario's (one the simulator knows: `faultkit
+    /// simulate --list-releases` lists them, and an unknown one is refused).
     #[arg(long)]
     vllm: Option<String>,
     /// List the scenarios and exit.
     #[arg(long)]
     list: bool,
+    /// List the vLLM releases the simulator knows (for `--vllm`) and the profile each is
+    /// simulated with, and exit.
+    #[arg(long)]
+    list_releases: bool,
     /// Scenario directory [default: $FAULTKIT_SCENARIOS, else ./scenarios, else the catalog
     /// built into faultkit].
     #[arg(long, value_name = "DIR")]
@@ -75,6 +80,18 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         Ok(d) => d,
         Err(e) => return fail(ExitCode::Usage, e),
     };
+    if a.list_releases {
+        let mut out = std::io::stdout().lock();
+        for v in generator::profile::Profile::releases() {
+            let profile = generator::profile::Profile::for_version(v).version;
+            if profile == v {
+                writeln!(out, "{v}")?;
+            } else {
+                writeln!(out, "{v:<10} (simulated with the {profile} profile)")?;
+            }
+        }
+        return Ok(ExitCode::Ok);
+    }
     if a.list {
         let scenarios = match dir.load_all() {
             Ok(s) => s,
@@ -103,6 +120,16 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
     };
     let vllm = match a.vllm.as_deref().map(|v| Version::parse(v).ok_or(v)) {
         Some(Err(v)) => return fail(ExitCode::Usage, format!("`{v}` is not a vLLM version")),
+        Some(Ok(v)) if !generator::profile::Profile::knows(v) => {
+            let raw = a.vllm.as_deref().unwrap_or_default();
+            return fail(
+                ExitCode::Usage,
+                format!(
+                    "--vllm: {}",
+                    generator::profile::Profile::unknown_release(raw)
+                ),
+            );
+        }
         Some(Ok(v)) => Some(v),
         None => None,
     };

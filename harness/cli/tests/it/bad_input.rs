@@ -351,6 +351,38 @@ const ROWS: &[Row] = &[
         )],
     },
     Row {
+        name: "simulate with a vLLM release the simulator does not know",
+        make: |d| Input::at(d.to_path_buf()),
+        args: &[
+            "simulate",
+            "fp8-kv-sm120",
+            "--vllm",
+            "0.99",
+            "--out",
+            "{in}/out",
+        ],
+        code: 64,
+        expect: &[
+            Expect::Stderr("vLLM 0.99 is not a release the simulator knows"),
+            Expect::Stderr("0.15.1"),
+        ],
+    },
+    Row {
+        name: "scenario file whose vllm is a release the simulator does not know",
+        make: |d| {
+            write(
+                d,
+                "bad.toml",
+                b"summary = \"x\"\nvllm = \"0.7.9\"\ncommand = \"vllm serve m\"\ngpus = { model = \"h100\", count = 1 }\n[expect]\nstatus = \"crashed\"\n",
+            )
+        },
+        args: &["simulate", "{in}"],
+        code: 64,
+        expect: &[Expect::Stderr(
+            "bad.toml:2:8: vLLM 0.7.9 is not a release the simulator knows",
+        )],
+    },
+    Row {
         name: "scenario list over a directory holding a bad file",
         make: |d| {
             scenario_dir(

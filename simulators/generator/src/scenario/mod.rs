@@ -194,6 +194,12 @@ impl Scenario {
                 format!("`{}` is not a vLLM version", raw.vllm.get_ref()),
             )
         })?;
+        if !crate::profile::Profile::knows(vllm) {
+            return Err(loc.at(
+                raw.vllm.span(),
+                crate::profile::Profile::unknown_release(raw.vllm.get_ref()),
+            ));
+        }
         let args = ServeArgs::parse_command(raw.command.get_ref())
             .map_err(|e| loc.at(raw.command.span(), e))?;
         let gpus = raw.gpus.get_ref();
