@@ -5,7 +5,7 @@
 //! order): a cause before a weak signal before an unclassified error before an echo; within a
 //! role the lowest layer (worker < engine core < API server) and then the earliest line.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
 use regex::Regex;
 use std::sync::OnceLock;
@@ -746,6 +746,24 @@ fn is_tool_parser(file: &str) -> bool {
 /// log names them.
 type EngineKey = (Option<u32>, Option<u32>);
 
+/// A line of the engine's periodic statistics that shows it at work.
+#[derive(Clone, Copy, Debug)]
+struct Busy {
+    line: u64,
+    engine: EngineKey,
+    /// The latest excerpt's elision (`[...]`) before it.
+    elided_at: Option<u64>,
+}
+
+/// At most this many of the engine's statistics lines are kept (the latest): two per engine
+/// after an error tell that it went on.
+const BUSY_LINES_MAX: usize = 1024;
+/// At most this many request error spans are kept (the latest); an older request's error is
+/// told by its own log site and frames.
+const ASGI_SPANS_MAX: usize = 4096;
+/// At most this many interleaved lines are reported as damage.
+const INTERLEAVED_LINES_MAX: usize = 32;
+
 /// uvicorn's head of a request's uncaught error (uvicorn/protocols/http/*_impl.py:
 /// `msg = "Exception in ASGI application\n"`).
 const ASGI_ERROR_HEAD: &str = "Exception in ASGI application";
@@ -1411,16 +1429,17 @@ pub fn analyze_launch(
     // `[shutdown] …` records of newer releases (`EngineCore: trigger received signal=SIGTERM`,
     // `API server: shutdown triggered`).
     let mut shutdown_line: Option<u64> = None;
-    // Lines of the engine's periodic statistics that show it at work.
-    // Each with the process and the engine (of a data-parallel server) it tells of.
-    let mut busy_lines: Vec<(u64, EngineKey)> = Vec::new();
-    // An excerpt's `[...]`: what is on either side of it may be different runs.
-    let mut elisions: Vec<u64> = Vec::new();
+    // Lines of the engine's periodic statistics that show it at work, the latest
+    // `BUSY_LINES_MAX` of them.
+    let mut busy_lines: VecDeque<Busy> = VecDeque::new();
+    // The latest excerpt's `[...]`: what is on either side of it may be different runs.
+    let mut last_elision: Option<u64> = None;
     // uvicorn's `Exception in ASGI application` and the bare traceback under it: one request's
     // error. The span ends at a log header, or at a new traceback (or multiprocessing's
     // `Process …:` head) after the request's exception line without a chain marker between: an
     // engine's fatal traceback printed right after is not the request's.
-    let mut asgi_spans: Vec<(u64, u64)> = Vec::new();
+    // In line order, the latest `ASGI_SPANS_MAX` of them.
+    let mut asgi_spans: VecDeque<(u64, u64)> = VecDeque::new();
     let mut asgi: Option<AsgiSpan> = None;
     let mut evidence: BTreeMap<String, serde_json::Value> = BTreeMap::new();
     let mut version: Option<String> = None;
@@ -1505,7 +1524,7 @@ pub fn analyze_launch(
                     seen_pids_before_nul.push(pid);
                 }
             }
-            if p.interleaved {
+            if p.interleaved && interleaved_lines.len() < INTERLEAVED_LINES_MAX {
                 interleaved_lines.push(line.no);
             }
             let body = p.body.as_ref();
@@ -1514,21 +1533,31 @@ pub fn analyze_launch(
                 server_seen = true;
             }
             if let Some(engine) = busy_engine(body).filter(|_| p.level == Some(Level::Info)) {
-                busy_lines.push((line.no, (p.pid, engine)));
+                if busy_lines.len() == BUSY_LINES_MAX {
+                    busy_lines.pop_front();
+                }
+                busy_lines.push_back(Busy {
+                    line: line.no,
+                    engine: (p.pid, engine),
+                    elided_at: last_elision,
+                });
             }
             if is_elision(body) {
-                elisions.push(line.no);
+                last_elision = Some(line.no);
             }
             // uvicorn's line, then the request's traceback as bare text until a line with a
             // log header.
             if body.starts_with(ASGI_ERROR_HEAD) {
-                asgi_spans.push((line.no, line.no));
+                if asgi_spans.len() == ASGI_SPANS_MAX {
+                    asgi_spans.pop_front();
+                }
+                asgi_spans.push_back((line.no, line.no));
                 asgi = Some(AsgiSpan::default());
             } else if p.header != HeaderKind::None {
                 asgi = None;
             } else if let Some(state) = asgi.as_mut() {
                 if grouped || state.extend(body) {
-                    if let Some(span) = asgi_spans.last_mut() {
+                    if let Some(span) = asgi_spans.back_mut() {
                         span.1 = line.no;
                     }
                 } else {
@@ -1723,12 +1752,17 @@ pub fn analyze_launch(
     // `ERROR:` header), and one raised in a tool-call parser (its innermost frame in
     // a `…_tool_parser.py`, vLLM's or a plugin's: it runs on one request's output). One that
     // ends in the engine's death did not happen to the request alone.
+    // Spans are disjoint and in line order.
+    let in_asgi_span = |no: u64| {
+        let i = asgi_spans.partition_point(|&(head, _)| head < no);
+        i > 0 && asgi_spans[i - 1].1 >= no
+    };
     let request_time = |c: &Candidate| {
         let r = &records[c.record];
         let first = r.lines.first();
         let no = r.lines[c.quote].no;
         (first.is_some_and(|l| l.body.starts_with(ASGI_ERROR_HEAD))
-            || asgi_spans.iter().any(|&(head, end)| head < no && no <= end)
+            || in_asgi_span(no)
             || r.location.as_deref().is_some_and(is_request_handler)
             || r.lines[..c.quote]
                 .iter()
@@ -1761,19 +1795,20 @@ pub fn analyze_launch(
         // unprefixed error among prefixed statistics is another program's, or another run's
         // that wrote into the same file.
         let worked_after = {
+            let start = busy_lines.partition_point(|b| b.line <= no);
             let after = busy_lines
-                .iter()
-                .filter(|&&(b, (pid, _))| b > no && pid.is_some() == r.pid.is_some());
+                .range(start..)
+                .filter(|b| b.engine.0.is_some() == r.pid.is_some());
             let mut first: Vec<EngineKey> = Vec::new();
             let mut second = None;
-            for &(b, engine) in after {
-                if first.contains(&engine) {
+            for b in after {
+                if first.contains(&b.engine) {
                     second = Some(b);
                     break;
                 }
-                first.push(engine);
+                first.push(b.engine);
             }
-            second.is_some_and(|b| !elisions.iter().any(|&e| no < e && e < b))
+            second.is_some_and(|b| b.elided_at.is_none_or(|e| e <= no))
         };
         // One CPython printed and ignored (`Exception ignored in: …`) went on, ready or not.
         let went_on = c.class == Class::Warned
@@ -2033,7 +2068,7 @@ pub fn analyze_launch(
             line: Some(1),
         });
     }
-    for no in interleaved_lines.iter().take(32) {
+    for no in &interleaved_lines {
         damage.push(Damage {
             kind: "interleaved_line".into(),
             offset: None,
