@@ -403,13 +403,30 @@ fn nccl_line(s: &str) -> Option<(Option<u32>, Level, usize)> {
         (Level::Info, 4)
     } else if after.starts_with("WARN") {
         // NCCL reports its failures at WARN (its `WARN(…)` macro, then an error result; NVIDIA/
-        // nccl src/init.cc, transport/*.cc): it has no level above it.
-        (Level::Error, 4)
+        // nccl src/init.cc, transport/*.cc): it has no level above it. RCCL also warns there of
+        // a setting that only slows it (ROCm/rccl src/init.cc: `NUMA auto balancing enabled which
+        // can lead to variability in the RCCL performance!`).
+        let advisory = after
+            .strip_prefix("WARN")
+            .is_some_and(|w| w.trim_start().starts_with("NUMA auto balancing enabled"));
+        (
+            if advisory {
+                Level::Warning
+            } else {
+                Level::Error
+            },
+            4,
+        )
     } else if after.starts_with("ERROR") {
         (Level::Error, 5)
     } else {
         return None;
     };
+    // A failure keeps `NCCL WARN ` in its text: what it says is NCCL's (`Cuda failure 'operation
+    // not supported'` is NCCL's report of a CUDA call, not the CUDA runtime's).
+    if level == Level::Error {
+        return Some((pid, level, pos + 1));
+    }
     let mut total = pos + 6 + len;
     if s[total..].starts_with(' ') {
         total += 1;
@@ -796,6 +813,15 @@ mod tests {
         let p = parse_line(b"h200-1:830:870 [0] NCCL INFO Bootstrap: Using eth0:10.0.0.1<0>");
         assert_eq!(p.header, HeaderKind::Nccl);
         assert_eq!(p.pid, Some(830));
+        assert_eq!(p.body, "Bootstrap: Using eth0:10.0.0.1<0>");
+        // A failure keeps NCCL's name on its text; RCCL's NUMA advice is only a warning.
+        let p = parse_line(
+            b"h:830:830 [0] init.cc:416 NCCL WARN Cuda failure 'operation not supported'",
+        );
+        assert_eq!(p.level, Some(Level::Error));
+        assert_eq!(p.body, "NCCL WARN Cuda failure 'operation not supported'");
+        let p = parse_line(b"h:927:927 [0] /src/init.cc:1563 NCCL WARN NUMA auto balancing enabled which can lead to variability in the RCCL performance!");
+        assert_eq!(p.level, Some(Level::Warning));
         let p = parse_line(b"(APIServer pid=1) INFO:     Started server process [1]");
         assert_eq!(p.header, HeaderKind::Uvicorn);
         let p = parse_line(b"(Worker_TP1 pid=2) ERROR 01-28 14:02:44 [m.py:772]     self.x(Worker_TP3 pid=5) ERROR 01-28 14:02:44 [m.py:772] y");
