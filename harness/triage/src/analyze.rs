@@ -2694,6 +2694,26 @@ RuntimeError: Triton Error [CUDA]: device kernel image is invalid
     }
 
     #[test]
+    fn an_out_of_memory_is_told_by_the_step_of_the_start_it_stopped() {
+        let oom = |frame: &str| {
+            format!(
+                "ERROR 06-23 04:48:56 [core.py:519] Traceback (most recent call last):\n\
+                 ERROR 06-23 04:48:56 [core.py:519]   File \"/x/vllm/v1/worker/gpu_model_runner.py\", line 1, in {frame}\n\
+                 ERROR 06-23 04:48:56 [core.py:519] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 3.44 GiB.\n"
+            )
+        };
+        for (frame, id) in [
+            ("initialize_kv_cache_tensors", "cuda_oom_kv_cache_alloc"),
+            ("_allocate_kv_cache", "cuda_oom_kv_cache_alloc"),
+            ("profile_run", "cuda_oom_warmup"),
+            ("capture_model", "cuda_oom_cudagraph_capture"),
+            ("load_model", "cuda_oom_model_load"),
+        ] {
+            assert_eq!(root(&oom(frame)), (3, id.to_string()), "{frame}");
+        }
+    }
+
+    #[test]
     fn an_exception_printed_again_after_its_traceback_is_that_traceback() {
         let log = "\
 ERROR 06-23 04:48:56 [core.py:519] Traceback (most recent call last):

@@ -654,6 +654,12 @@ fn parse_str<'a>(t: &'a str, layers: &Layers) -> ParsedLine<'a> {
     } else if n == 0 && layer_alone(rest, !layers.is_empty(), tag_len) {
         rest = "";
     }
+    // Progress dots printed without a newline (CANN's operator compilation on Ascend) glued to
+    // the next record: `....[rank0]:[E623 13:46:28… compiler_depend.ts:429] …`, `..[ERROR] …`.
+    let dots = rest.bytes().take_while(|&b| b == b'.').count();
+    if dots >= 2 && rest[dots..].starts_with('[') {
+        rest = &rest[dots..];
+    }
     // `[repeated 7x across cluster]`
     let mut repeated = None;
     let mut body_end = rest.len();
@@ -828,6 +834,17 @@ mod tests {
         assert!(p.interleaved);
         let p = parse_line(b"\xff\xfe garbage \x00\x00 text");
         assert!(p.body.contains('\u{fffd}'));
+    }
+
+    #[test]
+    fn progress_dots_glued_to_a_record_are_not_its_text() {
+        let p = parse_line(b"....[rank0]:[E623 13:46:28.176383770 compiler_depend.ts:429] ReshapeAndCacheOperation setup failed!");
+        assert_eq!((p.level, p.header), (Some(Level::Error), HeaderKind::C10));
+        assert_eq!(p.body, "ReshapeAndCacheOperation setup failed!");
+        let p = parse_line(b"..[ERROR] the socversion Ascend910B1 of bin package does not match");
+        assert_eq!(p.level, Some(Level::Error));
+        // An elision stays one.
+        assert_eq!(parse_line(b"...").body, "...");
     }
 
     #[test]
