@@ -308,12 +308,7 @@ const ROWS: &[Row] = &[
     },
     Row {
         name: "scenario by name (FAULTKIT_SCENARIOS) with a value of the wrong type",
-        make: |d| {
-            scenario_dir(
-                d,
-                "summary = \"x\"\nvllm = 0.15\ncommand = \"vllm serve m\"\ngpus = { model = \"h100\", count = 1 }\n[expect]\nstatus = \"crashed\"\n",
-            )
-        },
+        make: |d| scenario_dir(d, &scenario_text("0.15", 1, "", "")),
         args: &["simulate", "bad"],
         code: 64,
         expect: &[
@@ -327,7 +322,7 @@ const ROWS: &[Row] = &[
             write(
                 d,
                 "bad.toml",
-                b"summary = \"x\"\nvllm = \"0.15.1\"\ncommand = \"vllm serve m\"\ngpus = { model = \"h100\", count = 1 }\ncolour = \"red\"\n[expect]\nstatus = \"crashed\"\n",
+                scenario_text("\"0.15.1\"", 1, "colour = \"red\"\n", "").as_bytes(),
             )
         },
         args: &["simulate", "{in}"],
@@ -339,9 +334,12 @@ const ROWS: &[Row] = &[
         make: |d| {
             scenario_dir(
                 d,
-                "summary = \"x\"\nvllm = \"0.15.1\"\ncommand = \"vllm serve m\"\ngpus = { model = \"h100\", count = 1 }\n\
-                 [[faults]]\nkind = \"kill\"\nprocess = \"Worker_TP0\"\nsignal = \"SIGKILL\"\nat = \"serving\"\n\
-                 [expect]\nstatus = \"crashed\"\nroot_cause = \"worker_killed_by_gremlins\"\n",
+                &scenario_text(
+                    "\"0.15.1\"",
+                    1,
+                    "[[faults]]\nkind = \"kill\"\nprocess = \"Worker_TP0\"\nsignal = \"SIGKILL\"\nat = \"serving\"\n",
+                    "root_cause = \"worker_killed_by_gremlins\"\n",
+                ),
             )
         },
         args: &["scenario", "bad", "--out", "{in}/out"],
@@ -373,7 +371,7 @@ const ROWS: &[Row] = &[
             write(
                 d,
                 "bad.toml",
-                b"summary = \"x\"\nvllm = \"0.7.9\"\ncommand = \"vllm serve m\"\ngpus = { model = \"h100\", count = 1 }\n[expect]\nstatus = \"crashed\"\n",
+                scenario_text("\"0.7.9\"", 1, "", "").as_bytes(),
             )
         },
         args: &["simulate", "{in}"],
@@ -384,12 +382,7 @@ const ROWS: &[Row] = &[
     },
     Row {
         name: "scenario list over a directory holding a bad file",
-        make: |d| {
-            scenario_dir(
-                d,
-                "summary = \"x\"\nvllm = \"0.15.1\"\ncommand = \"vllm serve m\"\ngpus = { model = \"h100\", count = 0 }\n[expect]\nstatus = \"crashed\"\n",
-            )
-        },
+        make: |d| scenario_dir(d, &scenario_text("\"0.15.1\"", 0, "", "")),
         args: &["simulate", "--list"],
         code: 64,
         expect: &[Expect::Stderr("crash/bad.toml:4:")],
@@ -665,6 +658,14 @@ fn write_repeated(dir: &Path, name: &str, first: &[u8], unit: &[u8], size: usize
     }
     w.flush().unwrap();
     Input::at(p)
+}
+
+/// A scenario file of the fewest keys: `vllm` as written (quoted or not), `count` GPUs, `extra`
+/// lines before `[expect]` and `expect` lines after its status (line 2 is `vllm`, line 4 `gpus`).
+fn scenario_text(vllm: &str, count: u32, extra: &str, expect: &str) -> String {
+    format!(
+        "summary = \"x\"\nvllm = {vllm}\ncommand = \"vllm serve m\"\ngpus = {{ model = \"h100\", count = {count} }}\n{extra}[expect]\nstatus = \"crashed\"\n{expect}"
+    )
 }
 
 /// `faultkit simulate NAME --out DIR` (seed 0); the log's path.
