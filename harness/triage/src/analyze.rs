@@ -746,6 +746,111 @@ fn is_tool_parser(file: &str) -> bool {
 /// log names them.
 type EngineKey = (Option<u32>, Option<u32>);
 
+/// What a launch's lines told of serving, gathered while they were read: it decides which errors
+/// the launch survived.
+#[derive(Debug)]
+struct Serving {
+    /// The first line that says the server is up.
+    ready_line: Option<u64>,
+    /// The first line that says a shutdown was asked for.
+    shutdown_line: Option<u64>,
+    /// The engine's statistics lines that show it at work, the latest `BUSY_LINES_MAX`.
+    busy_lines: VecDeque<Busy>,
+    /// Request error spans (uvicorn's line and the bare traceback under it), disjoint and in
+    /// line order, the latest `ASGI_SPANS_MAX`.
+    asgi_spans: VecDeque<(u64, u64)>,
+}
+
+impl Serving {
+    fn in_asgi_span(&self, no: u64) -> bool {
+        let i = self.asgi_spans.partition_point(|&(head, _)| head < no);
+        i > 0 && self.asgi_spans[i - 1].1 >= no
+    }
+
+    /// A request's error: uvicorn's `Exception in ASGI application` and the bare traceback
+    /// under it (told on another stream than uvicorn's `ERROR:` header), a record of vLLM's
+    /// OpenAI serving layer (`entrypoints/openai/serving_*.py`, which catches a request's error,
+    /// answers it with an error response and logs it), and one raised in a tool-call parser (its
+    /// innermost frame in a `…_tool_parser.py`, vLLM's or a plugin's: it runs on one request's
+    /// output). It says the server was serving, whatever the excerpt kept of its start. One that
+    /// ends in the engine's death did not happen to the request alone.
+    fn request_time(&self, r: &Record, c: &Candidate) -> bool {
+        let first = r.lines.first();
+        let no = r.lines[c.quote].no;
+        (first.is_some_and(|l| l.body.starts_with(ASGI_ERROR_HEAD))
+            || self.in_asgi_span(no)
+            || r.location.as_deref().is_some_and(is_request_handler)
+            || r.lines[..c.quote]
+                .iter()
+                .rev()
+                .find(|l| l.role == LineRole::Frame)
+                .is_some_and(|l| is_tool_parser(frame_file(&l.body))))
+            && !r.lines.iter().any(|l| {
+                (l.role == LineRole::Exception && says_engine_dead(&l.body))
+                    || (l.role == LineRole::Frame && in_engine_loop(&l.body))
+            })
+    }
+
+    /// An engine that went on working after line `no` (two of one process's periodic
+    /// statistics lines with tokens made, so at least one interval apart, and no elision
+    /// between; two data-parallel engines' lines of the same instant are not that). The
+    /// statistics must be told the way the error was (`prefixed`), with process prefixes or
+    /// without: an unprefixed error among prefixed statistics is another program's, or another
+    /// run's that wrote into the same file.
+    fn worked_after(&self, no: u64, prefixed: bool) -> bool {
+        let start = self.busy_lines.partition_point(|b| b.line <= no);
+        let after = self
+            .busy_lines
+            .range(start..)
+            .filter(|b| b.engine.0.is_some() == prefixed);
+        let mut first: Vec<EngineKey> = Vec::new();
+        let mut second = None;
+        for b in after {
+            if first.contains(&b.engine) {
+                second = Some(b);
+                break;
+            }
+            first.push(b.engine);
+        }
+        second.is_some_and(|b| b.elided_at.is_none_or(|e| e <= no))
+    }
+
+    /// Whether the launch went on after the candidate's error: then it is not the launch's root
+    /// cause. One logged before the server became ready (it got up regardless: a backend probe,
+    /// an optional import), a request's error, and one the engine worked on after.
+    fn survived(&self, r: &Record, c: &Candidate) -> bool {
+        let no = r.lines[c.quote].no;
+        // The engine core's death (`logger.exception("EngineCore encountered a fatal
+        // error.")` in `run_engine_core`, vllm/v1/engine/core.py), or a report that a process
+        // died, ends the server, wherever a capture or a collector put its ready line (pytest
+        // writes stderr after stdout; a collector merges streams out of order).
+        let died = r
+            .lines
+            .first()
+            .is_some_and(|l| l.body.starts_with("EngineCore encountered a fatal error"))
+            || reported_dead(&r.lines[c.quote].body).next().is_some();
+        // An exception the process went on from (logged as a warning, ignored by CPython, a
+        // cancelled task) after it became ready did not end it either; one CPython printed and
+        // ignored (`Exception ignored in: …`) went on, ready or not.
+        let went_on = c.class == Class::Warned
+            && (self.ready_line.is_some()
+                || r.lines
+                    .first()
+                    .is_some_and(|l| is_ignored_exception_head(&l.body)));
+        // A death report (`EngineDeadError: … See stack trace (above)`) after a ready server was
+        // asked to shut down, with nothing above it: the shutdown it reports was asked for.
+        let asked = c.class == Class::Echo
+            && self.ready_line.is_some()
+            && self.shutdown_line.is_some_and(|s| s < no);
+        !died
+            && (self.request_time(r, c)
+                || went_on
+                || asked
+                || self.worked_after(no, r.pid.is_some())
+                || self.ready_line.is_some_and(|ready| no < ready))
+    }
+}
+
 /// A line of the engine's periodic statistics that shows it at work.
 #[derive(Clone, Copy, Debug)]
 struct Busy {
@@ -1742,93 +1847,17 @@ pub fn analyze_launch(
     let mut v = Verdict::empty();
     v.schema = VERDICT_SCHEMA;
     v.vllm_version = version;
-    // Errors the launch survived are not its root cause: one logged before the server became
-    // ready (it got up regardless: a backend probe, an optional import), and one a request
-    // raised while serving, which vLLM's OpenAI serving layer (`entrypoints/openai/serving_*.py`)
-    // catches, answers with an error response, and logs.
-    // A request's error (uvicorn's `Exception in ASGI application`, or a record of the serving
-    // layer) says the server was serving, whatever the excerpt kept of its start.
-    // So is the bare traceback under uvicorn's line (told on another stream than uvicorn's
-    // `ERROR:` header), and one raised in a tool-call parser (its innermost frame in
-    // a `…_tool_parser.py`, vLLM's or a plugin's: it runs on one request's output). One that
-    // ends in the engine's death did not happen to the request alone.
-    // Spans are disjoint and in line order.
-    let in_asgi_span = |no: u64| {
-        let i = asgi_spans.partition_point(|&(head, _)| head < no);
-        i > 0 && asgi_spans[i - 1].1 >= no
-    };
-    let request_time = |c: &Candidate| {
-        let r = &records[c.record];
-        let first = r.lines.first();
-        let no = r.lines[c.quote].no;
-        (first.is_some_and(|l| l.body.starts_with(ASGI_ERROR_HEAD))
-            || in_asgi_span(no)
-            || r.location.as_deref().is_some_and(is_request_handler)
-            || r.lines[..c.quote]
-                .iter()
-                .rev()
-                .find(|l| l.role == LineRole::Frame)
-                .is_some_and(|l| is_tool_parser(frame_file(&l.body))))
-            && !r.lines.iter().any(|l| {
-                (l.role == LineRole::Exception && says_engine_dead(&l.body))
-                    || (l.role == LineRole::Frame && in_engine_loop(&l.body))
-            })
-    };
-    let survived = |c: &Candidate| {
-        let r = &records[c.record];
-        let no = r.lines[c.quote].no;
-        // The engine core's death (`logger.exception("EngineCore encountered a fatal
-        // error.")` in `run_engine_core`, vllm/v1/engine/core.py), or a report that a process
-        // died, ends the server, wherever a capture or a collector put its ready line (pytest
-        // writes stderr after stdout; a collector merges streams out of order).
-        let died = r
-            .lines
-            .first()
-            .is_some_and(|l| l.body.starts_with("EngineCore encountered a fatal error"))
-            || reported_dead(&r.lines[c.quote].body).next().is_some();
-        // An exception the process went on from (logged as a warning, ignored by CPython, a
-        // cancelled task) after it became ready did not end it either.
-        // An engine that went on working after it (two of one process's periodic statistics
-        // lines with tokens made, so at least one interval apart, and no elision between; two
-        // data-parallel engines' lines of the same instant are not that) survived it. The
-        // statistics must be told the way the error was, with process prefixes or without: an
-        // unprefixed error among prefixed statistics is another program's, or another run's
-        // that wrote into the same file.
-        let worked_after = {
-            let start = busy_lines.partition_point(|b| b.line <= no);
-            let after = busy_lines
-                .range(start..)
-                .filter(|b| b.engine.0.is_some() == r.pid.is_some());
-            let mut first: Vec<EngineKey> = Vec::new();
-            let mut second = None;
-            for b in after {
-                if first.contains(&b.engine) {
-                    second = Some(b);
-                    break;
-                }
-                first.push(b.engine);
-            }
-            second.is_some_and(|b| b.elided_at.is_none_or(|e| e <= no))
-        };
-        // One CPython printed and ignored (`Exception ignored in: …`) went on, ready or not.
-        let went_on = c.class == Class::Warned
-            && (ready_line.is_some()
-                || r.lines
-                    .first()
-                    .is_some_and(|l| is_ignored_exception_head(&l.body)));
-        // A death report (`EngineDeadError: … See stack trace (above)`) after a ready server was
-        // asked to shut down, with nothing above it: the shutdown it reports was asked for.
-        let asked =
-            c.class == Class::Echo && ready_line.is_some() && shutdown_line.is_some_and(|s| s < no);
-        !died
-            && (request_time(c)
-                || went_on
-                || asked
-                || worked_after
-                || ready_line.is_some_and(|ready| no < ready))
+    let serving = Serving {
+        ready_line,
+        shutdown_line,
+        busy_lines,
+        asgi_spans,
     };
     // Whether the launch survived each candidate, told once (the choices below ask again).
-    let survived: Vec<bool> = cands.iter().map(survived).collect();
+    let survived: Vec<bool> = cands
+        .iter()
+        .map(|c| serving.survived(&records[c.record], c))
+        .collect();
     let survivors: Vec<usize> = order.iter().copied().filter(|&i| survived[i]).collect();
     // Root cause and folding.
     let root_i = order.iter().copied().find(|&i| !survived[i]);
@@ -1907,7 +1936,9 @@ pub fn analyze_launch(
     });
     if root_i.is_none() {
         // A server that raised a request's error and went on was serving: it is up.
-        ready |= survivors.iter().any(|&i| request_time(&cands[i]));
+        ready |= survivors
+            .iter()
+            .any(|&i| serving.request_time(&records[cands[i].record], &cands[i]));
         if let Some(&first) = survivors.first() {
             let r = &records[cands[first].record];
             diagnostics.push(format!(
