@@ -746,22 +746,67 @@ fn is_tool_parser(file: &str) -> bool {
 /// log names them.
 type EngineKey = (Option<u32>, Option<u32>);
 
-/// What a launch's lines told of serving, gathered while they were read: it decides which errors
+/// What a launch's lines told of serving, gathered while they are read: it decides which errors
 /// the launch survived.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 struct Serving {
     /// The first line that says the server is up.
     ready_line: Option<u64>,
-    /// The first line that says a shutdown was asked for.
+    /// The first line that says a shutdown was asked for: uvicorn's `Shutting down`, or the
+    /// `[shutdown] …` records of newer releases (`EngineCore: trigger received signal=SIGTERM`,
+    /// `API server: shutdown triggered`).
     shutdown_line: Option<u64>,
     /// The engine's statistics lines that show it at work, the latest `BUSY_LINES_MAX`.
     busy_lines: VecDeque<Busy>,
+    /// The latest excerpt's `[...]`: what is on either side of it may be different runs.
+    last_elision: Option<u64>,
     /// Request error spans (uvicorn's line and the bare traceback under it), disjoint and in
     /// line order, the latest `ASGI_SPANS_MAX`.
     asgi_spans: VecDeque<(u64, u64)>,
+    /// The request span still open, when the last lines were one.
+    open_span: Option<AsgiSpan>,
+}
+
+/// Appends to a deque that keeps its latest `max` items.
+fn push_latest<T>(items: &mut VecDeque<T>, item: T, max: usize) {
+    if items.len() == max {
+        items.pop_front();
+    }
+    items.push_back(item);
 }
 
 impl Serving {
+    fn note_busy(&mut self, no: u64, engine: EngineKey) {
+        let busy = Busy {
+            line: no,
+            engine,
+            elided_at: self.last_elision,
+        };
+        push_latest(&mut self.busy_lines, busy, BUSY_LINES_MAX);
+    }
+
+    /// uvicorn's `Exception in ASGI application`, then the request's traceback as bare text:
+    /// one request's error. The span ends at a line with a log header (`headed`), or at a new
+    /// traceback (or multiprocessing's `Process …:` head) after the request's exception line
+    /// without a chain marker between: an engine's fatal traceback printed right after is not
+    /// the request's. An exception group's bordered lines (`grouped`) stay in it.
+    fn note_request_line(&mut self, no: u64, body: &str, headed: bool, grouped: bool) {
+        if body.starts_with(ASGI_ERROR_HEAD) {
+            push_latest(&mut self.asgi_spans, (no, no), ASGI_SPANS_MAX);
+            self.open_span = Some(AsgiSpan::default());
+            return;
+        }
+        let still = !headed
+            && self
+                .open_span
+                .as_mut()
+                .is_some_and(|state| grouped || state.extend(body));
+        match self.asgi_spans.back_mut() {
+            Some(span) if still => span.1 = no,
+            _ => self.open_span = None,
+        }
+    }
+
     fn in_asgi_span(&self, no: u64) -> bool {
         let i = self.asgi_spans.partition_point(|&(head, _)| head < no);
         i > 0 && self.asgi_spans[i - 1].1 >= no
@@ -1521,8 +1566,8 @@ pub fn analyze_launch(
     let mut lines = WindowedLines::new(b, sc, region.start, region.end, region.first_line);
     let mut asm = Assembler::new();
     let mut ready = false;
-    // The first line that says the server is up.
-    let mut ready_line: Option<u64> = None;
+    // What decides which errors the launch survived, gathered as the lines are read.
+    let mut serving = Serving::default();
     let mut stopped = false;
     let mut started = false;
     // The first line that says an engine is up (`is_engine_ready`): an offline `LLM(...)` is
@@ -1530,22 +1575,6 @@ pub fn analyze_launch(
     let mut engine_ready_line: Option<u64> = None;
     let mut engine_ran = false;
     let mut server_seen = false;
-    // The first line that says a shutdown was asked for: uvicorn's `Shutting down`, or the
-    // `[shutdown] …` records of newer releases (`EngineCore: trigger received signal=SIGTERM`,
-    // `API server: shutdown triggered`).
-    let mut shutdown_line: Option<u64> = None;
-    // Lines of the engine's periodic statistics that show it at work, the latest
-    // `BUSY_LINES_MAX` of them.
-    let mut busy_lines: VecDeque<Busy> = VecDeque::new();
-    // The latest excerpt's `[...]`: what is on either side of it may be different runs.
-    let mut last_elision: Option<u64> = None;
-    // uvicorn's `Exception in ASGI application` and the bare traceback under it: one request's
-    // error. The span ends at a log header, or at a new traceback (or multiprocessing's
-    // `Process …:` head) after the request's exception line without a chain marker between: an
-    // engine's fatal traceback printed right after is not the request's.
-    // In line order, the latest `ASGI_SPANS_MAX` of them.
-    let mut asgi_spans: VecDeque<(u64, u64)> = VecDeque::new();
-    let mut asgi: Option<AsgiSpan> = None;
     let mut evidence: BTreeMap<String, serde_json::Value> = BTreeMap::new();
     let mut version: Option<String> = None;
     let mut pids: Vec<u32> = Vec::new();
@@ -1638,42 +1667,16 @@ pub fn analyze_launch(
                 server_seen = true;
             }
             if let Some(engine) = busy_engine(body).filter(|_| p.level == Some(Level::Info)) {
-                if busy_lines.len() == BUSY_LINES_MAX {
-                    busy_lines.pop_front();
-                }
-                busy_lines.push_back(Busy {
-                    line: line.no,
-                    engine: (p.pid, engine),
-                    elided_at: last_elision,
-                });
+                serving.note_busy(line.no, (p.pid, engine));
             }
             if is_elision(body) {
-                last_elision = Some(line.no);
+                serving.last_elision = Some(line.no);
             }
-            // uvicorn's line, then the request's traceback as bare text until a line with a
-            // log header.
-            if body.starts_with(ASGI_ERROR_HEAD) {
-                if asgi_spans.len() == ASGI_SPANS_MAX {
-                    asgi_spans.pop_front();
-                }
-                asgi_spans.push_back((line.no, line.no));
-                asgi = Some(AsgiSpan::default());
-            } else if p.header != HeaderKind::None {
-                asgi = None;
-            } else if let Some(state) = asgi.as_mut() {
-                if grouped || state.extend(body) {
-                    if let Some(span) = asgi_spans.back_mut() {
-                        span.1 = line.no;
-                    }
-                } else {
-                    asgi = None;
-                }
-            }
-            if shutdown_line.is_none()
-                && ((p.header == HeaderKind::Uvicorn && body.starts_with("Shutting down"))
-                    || (p.level == Some(Level::Info) && body.starts_with("[shutdown] ")))
+            serving.note_request_line(line.no, body, p.header != HeaderKind::None, grouped);
+            if (p.header == HeaderKind::Uvicorn && body.starts_with("Shutting down"))
+                || (p.level == Some(Level::Info) && body.starts_with("[shutdown] "))
             {
-                shutdown_line = Some(line.no);
+                serving.shutdown_line.get_or_insert(line.no);
             }
             if is_engine_ready(&p) {
                 engine_ready_line.get_or_insert(line.no);
@@ -1691,7 +1694,7 @@ pub fn analyze_launch(
                 // in flight that the graceful shutdown waited for).
                 ready = true;
                 if stopped {
-                    shutdown_line = None;
+                    serving.shutdown_line = None;
                 }
                 stopped = false;
             }
@@ -1700,7 +1703,7 @@ pub fn analyze_launch(
                     || body.starts_with("Uvicorn running on")
                 {
                     ready = true;
-                    ready_line.get_or_insert(line.no);
+                    serving.ready_line.get_or_insert(line.no);
                 } else if body.starts_with("Application shutdown complete") {
                     stopped = true;
                 }
@@ -1754,7 +1757,7 @@ pub fn analyze_launch(
     if !server_seen {
         if let Some(no) = engine_ready_line {
             ready = true;
-            ready_line.get_or_insert(no);
+            serving.ready_line.get_or_insert(no);
         }
         ready |= engine_ran;
     }
@@ -1847,12 +1850,6 @@ pub fn analyze_launch(
     let mut v = Verdict::empty();
     v.schema = VERDICT_SCHEMA;
     v.vllm_version = version;
-    let serving = Serving {
-        ready_line,
-        shutdown_line,
-        busy_lines,
-        asgi_spans,
-    };
     // Whether the launch survived each candidate, told once (the choices below ask again).
     let survived: Vec<bool> = cands
         .iter()

@@ -175,11 +175,11 @@ pub fn is_exception_statement(body: &str) -> bool {
 /// it may have been taken for one), the pid and the status stay. The same forms, for the fatal
 /// statuses, are the rules `worker_killed_by_signal` and `host_oom_killed` (signatures.toml).
 pub fn is_shell_job_report(body: &str) -> bool {
-    shell_job_status(body).is_some()
+    shell_job_report(body).is_some()
 }
 
-/// The status word of a shell's job report ([`is_shell_job_report`]), as the shell wrote it.
-fn shell_job_status(body: &str) -> Option<&str> {
+/// [`is_shell_job_report`], written with `?` for each form that does not fit.
+fn shell_job_report(body: &str) -> Option<()> {
     // What the shell writes of a job's end: zsh's lower-case signal names, bash's capitalised
     // ones, and the ends that are no signal (`Done`, `Exit 1`, `Terminated`).
     const STATUSES: [&str; 10] = [
@@ -226,7 +226,7 @@ fn shell_job_status(body: &str) -> Option<&str> {
     }
     if digits > 0 && !pid_required && rest[digits..].trim().is_empty() {
         // bash's `[1] 12345`: the job it just started.
-        return Some("");
+        return Some(());
     }
     let status = if digits > 0 {
         rest[digits..]
@@ -242,7 +242,7 @@ fn shell_job_status(body: &str) -> Option<&str> {
                 .get(..w.len())
                 .is_some_and(|h| h.eq_ignore_ascii_case(w))
         })
-        .then_some(status)
+        .then_some(())
 }
 
 /// CPython's head line of an exception it printed and ignored (`Exception ignored in atexit

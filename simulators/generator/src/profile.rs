@@ -206,10 +206,7 @@ impl Profile {
     /// Whether the simulator knows `version`: one of [`Profile::releases`], or a post or hotfix
     /// release of one.
     pub fn knows(version: Version) -> bool {
-        all()
-            .iter()
-            .flat_map(|p| std::iter::once(p.version).chain(p.also.iter().copied()))
-            .any(|r| r.same_release(version))
+        Profile::releases().iter().any(|r| r.same_release(version))
     }
 
     /// Why `version` is refused: the releases the simulator knows, for an error message.
