@@ -29,6 +29,18 @@ pub enum Failure {
     TpHeads {
         heads: u64,
     },
+    /// More ranks than the GPUs this machine shows (`CUDA_VISIBLE_DEVICES` counted) and no
+    /// executor backend named: `ParallelConfig` refuses (0.12+).
+    WorldExceedsGpus {
+        world: u32,
+        gpus: u32,
+    },
+    /// Ray runs the workers (named, or picked by releases before 0.12 when the world exceeds the
+    /// machine) and the cluster has fewer GPUs than ranks: the placement group never forms.
+    RayPlacement {
+        world: u32,
+        gpus: u32,
+    },
     QuantCapability {
         quant: String,
         min: u32,
@@ -115,6 +127,8 @@ impl Failure {
             Failure::UnsupportedArch => "unsupported_model_arch",
             Failure::MaxLenExceeds { .. } => "config_validation_error",
             Failure::TpHeads { .. } => "tp_size_invalid_for_model",
+            Failure::WorldExceedsGpus { .. } => "world_size_exceeds_local_gpus",
+            Failure::RayPlacement { .. } => "ray_insufficient_gpus",
             Failure::QuantCapability { .. } => "unsupported_quantization",
             Failure::Bf16Capability => "bf16_unsupported_on_gpu",
             Failure::MissingModule { .. } => "missing_module",
@@ -189,6 +203,32 @@ impl CpuOp {
     }
 }
 
+/// GPUs a process sees on a machine with `per_node` of them: all, or the leading entries of
+/// `CUDA_VISIBLE_DEVICES` that name one (an index below `per_node`, or a `GPU-`/`MIG-` UUID),
+/// as CUDA stops at the first entry it cannot use.
+pub fn visible_gpus(per_node: u32, cuda_visible_devices: Option<&str>) -> u32 {
+    let Some(list) = cuda_visible_devices else {
+        return per_node;
+    };
+    let usable = list
+        .split(',')
+        .map(str::trim)
+        .take_while(|e| {
+            e.starts_with("GPU-")
+                || e.starts_with("MIG-")
+                || e.parse::<u32>().is_ok_and(|i| i < per_node)
+        })
+        .count();
+    (usable as u32).min(per_node)
+}
+
+/// CUDA graph memory of one rank, estimated from the model's depth and width: every captured
+/// batch size keeps each layer's activations in the graph pool (~0.58 GiB for an 8B Llama,
+/// as V1's `Graph capturing finished … took` reports for it).
+pub fn graph_memory_gib(layers: u64, hidden: f64) -> f64 {
+    0.2 + layers as f64 * hidden / 4096.0 * 0.012
+}
+
 /// Head sizes the V0 CPU attention backend (Torch SDPA with PagedAttention) supports.
 pub const CPU_V0_HEAD_SIZES: &[u64] = &[32, 64, 80, 96, 112, 128, 192, 256];
 
@@ -230,8 +270,14 @@ pub struct Deployment {
     pub failure: Option<Failure>,
     /// Which worker rank fails first when all ranks fail alike (seeded by the script).
     pub multi_gpu: bool,
-    /// Workers are Ray actors (`--distributed-executor-backend ray`, V1).
+    /// Workers are Ray actors (`--distributed-executor-backend ray`, or vLLM's own pick; V1).
     pub ray: bool,
+    /// vLLM picked Ray itself (no backend named, more ranks than GPUs, releases before 0.12) and
+    /// `ray.init()` starts a local instance.
+    pub ray_fallback: bool,
+    /// GPUs the launch sees on its machine: the machine's GPUs, or those `CUDA_VISIBLE_DEVICES`
+    /// names.
+    pub visible_gpus: u32,
     /// Machines of the deployment; ranks fill them in order.
     pub nodes: u32,
     /// The checkpoint is float32 and `--dtype auto` downcasts it (to `dtype`).
@@ -336,6 +382,11 @@ impl Deployment {
             multi_gpu: tp * pp > 1,
             ray: args.distributed_executor_backend.as_deref() == Some("ray")
                 && profile.engine == Engine::V1,
+            ray_fallback: false,
+            visible_gpus: visible_gpus(
+                s.gpu_count / s.host.nodes.max(1),
+                s.env.get("CUDA_VISIBLE_DEVICES").map(String::as_str),
+            ),
             nodes: s.host.nodes.max(1),
             downcast,
             host: s.host.clone(),
@@ -349,8 +400,22 @@ impl Deployment {
                 .cloned()
                 .unwrap_or_else(|| profile.cpu_threads_bind_default.clone()),
         };
+        // Before 0.12, a world larger than the machine with no backend named makes vLLM pick Ray
+        // (installed with the CUDA wheel); from 0.12 `ParallelConfig` refuses instead.
+        d.ray_fallback = d.platform == Platform::Cuda
+            && args.distributed_executor_backend.is_none()
+            && d.world > d.visible_gpus
+            && !version.has(Switch::WorldSizeCheckedAgainstGpus);
+        if d.ray_fallback && d.profile.engine == Engine::V1 {
+            d.ray = true;
+        }
         d.failure = d.first_failure(s, derived_max);
         d
+    }
+
+    /// GPUs the Ray cluster offers: this machine's visible ones and every other node's.
+    pub fn cluster_gpus(&self) -> u32 {
+        self.visible_gpus + self.gpus_per_node() * (self.nodes.max(1) - 1)
     }
 
     /// Process faults strike a worker rank of a multi-process V1 deployment; a fault naming a
@@ -447,6 +512,17 @@ impl Deployment {
                 });
             }
         }
+        // `ParallelConfig` (built after the model and cache configs, before `VllmConfig`).
+        if self.platform == Platform::Cuda
+            && args.distributed_executor_backend.is_none()
+            && self.world > self.visible_gpus
+            && self.version.has(Switch::WorldSizeCheckedAgainstGpus)
+        {
+            return Some(Failure::WorldExceedsGpus {
+                world: self.world,
+                gpus: self.visible_gpus,
+            });
+        }
         let shape = model.attention();
         if shape.heads % u64::from(self.tp) != 0 {
             return Some(Failure::TpHeads { heads: shape.heads });
@@ -480,6 +556,15 @@ impl Deployment {
         }
         if let Some(m) = s.host.missing_modules.first() {
             return Some(Failure::MissingModule { module: m.clone() });
+        }
+        // The executor: Ray's placement group must find a GPU for every rank.
+        let on_ray =
+            self.ray_fallback || args.distributed_executor_backend.as_deref() == Some("ray");
+        if on_ray && self.world > self.cluster_gpus() {
+            return Some(Failure::RayPlacement {
+                world: self.world,
+                gpus: self.cluster_gpus(),
+            });
         }
         // Device init in each worker.
         if self.dtype == "bfloat16" && self.gpu.capability[0] < 8 {
@@ -574,7 +659,9 @@ impl Deployment {
                 return Some(Failure::HostOomKilled);
             }
         }
-        if weights_per_rank > requested - 0.3 || weights_per_rank > free {
+        // Weights load whatever the utilization asks: only the device's free memory limits them
+        // (a small utilization fails later, when the KV cache is sized from what is left).
+        if weights_per_rank > free {
             let used = (free - 1.0).max(0.5);
             return Some(Failure::WeightsOom {
                 alloc_gib: (weights_per_rank / f64::from(model.shards.max(1)) * 4.0)
@@ -631,9 +718,13 @@ impl Deployment {
         self.memory.graph_gib = if args.enforce_eager {
             0.0
         } else {
-            0.4 + hidden / 4096.0 * 0.35
+            graph_memory_gib(shape.layers, hidden)
         };
-        if util >= 0.98 && !args.enforce_eager && self.profile.engine == Engine::V1 {
+        // V1 captures CUDA graphs after the KV cache has taken the whole budget (gpu_worker.py:
+        // `compile_or_warm_up_model` after `initialize_from_config`; 0.18 counts them in the budget
+        // only with VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1): they need what is left outside it.
+        let headroom = free - requested;
+        if self.profile.engine == Engine::V1 && self.memory.graph_gib > headroom {
             return Some(Failure::GraphCaptureOom);
         }
         for f in &s.faults {
@@ -768,5 +859,157 @@ mod tests {
             "0.15.1",
         );
         assert_eq!(id(&s), None);
+    }
+
+    #[test]
+    fn more_ranks_than_visible_gpus() {
+        let tp2 = "vllm serve m -tp 2";
+        for (v, want) in [
+            ("0.15.1", "world_size_exceeds_local_gpus"),
+            ("0.18.1", "world_size_exceeds_local_gpus"),
+            ("0.13.0", "world_size_exceeds_local_gpus"),
+            // Before 0.12 vLLM picks Ray, whose placement group never forms.
+            ("0.11.0", "ray_insufficient_gpus"),
+            ("0.10.2", "ray_insufficient_gpus"),
+            ("0.8.5", "ray_insufficient_gpus"),
+            ("0.6.4", "ray_insufficient_gpus"),
+        ] {
+            let s = scenario("", tp2, "h100", 1, "llama-3.1-8b", v);
+            assert_eq!(id(&s), Some(want), "{v}");
+        }
+        // CUDA_VISIBLE_DEVICES hides GPUs the machine has.
+        let env = |list: &str| format!("env = {{ CUDA_VISIBLE_DEVICES = \"{list}\" }}\n");
+        let s = scenario(&env("0"), tp2, "h100", 8, "llama-3.1-8b", "0.15.1");
+        assert_eq!(id(&s), Some("world_size_exceeds_local_gpus"));
+        let s = scenario(&env("2,3"), tp2, "h100", 8, "llama-3.1-8b", "0.15.1");
+        assert_eq!(id(&s), None);
+        // Naming Ray skips the check; the placement group then waits in vain.
+        let s = scenario(
+            "",
+            &format!("{tp2} --distributed-executor-backend ray"),
+            "h100",
+            1,
+            "llama-3.1-8b",
+            "0.15.1",
+        );
+        assert_eq!(id(&s), Some("ray_insufficient_gpus"));
+        assert_eq!(visible_gpus(8, Some("0,1,9,2")), 2);
+        assert_eq!(visible_gpus(8, Some("")), 0);
+        assert_eq!(visible_gpus(4, Some("GPU-5ab3e1c2,GPU-77f0")), 2);
+        assert_eq!(visible_gpus(4, None), 4);
+    }
+
+    #[test]
+    fn memory_follows_arithmetic_not_thresholds() {
+        let at = |util: f64, gpu: &str| {
+            let s = scenario(
+                "",
+                &format!("vllm serve m --max-model-len 8192 --gpu-memory-utilization {util}"),
+                gpu,
+                1,
+                "llama-3.1-8b",
+                "0.15.1",
+            );
+            id(&s)
+        };
+        // The weights load at any utilization; what is left for the KV cache is what fails.
+        assert_eq!(at(0.1, "h100"), Some("kv_cache_no_memory"));
+        // CUDA graphs need room outside the budget: 1 % of an H100 is too little, 2 % is not.
+        assert_eq!(at(0.99, "h100"), Some("cuda_oom_cudagraph_capture"));
+        assert_eq!(at(0.98, "h100"), None);
+        assert_eq!(at(0.97, "h100"), None);
+        // Same utilization, smaller card: less room outside the budget.
+        assert_eq!(at(0.97, "rtx-3090"), Some("cuda_oom_cudagraph_capture"));
+        assert_eq!(at(0.92, "rtx-3090"), None);
+    }
+
+    mod monotonic {
+        use super::*;
+        use proptest::prelude::*;
+
+        const MODELS: [&str; 4] = [
+            "llama-3.1-8b",
+            "qwen2.5-7b",
+            "llama-3.1-70b",
+            "gpt-oss-120b",
+        ];
+        const RELEASES: [&str; 4] = ["0.8.5", "0.10.2", "0.15.1", "0.18.1"];
+
+        fn outcome(
+            v: &str,
+            gpu: &'static GpuSpec,
+            count: u32,
+            model: &str,
+            flags: &str,
+        ) -> Option<&'static str> {
+            let mut s = scenario(
+                "",
+                &format!("vllm serve m {flags}"),
+                "h100",
+                count,
+                model,
+                v,
+            );
+            s.gpu = gpu;
+            id(&s)
+        }
+
+        fn with_memory(gib: f64) -> &'static GpuSpec {
+            let h100 = crate::catalog::gpu("h100").expect("h100 in the catalog");
+            Box::leak(Box::new(GpuSpec {
+                torch_total_gib: gib,
+                ..h100.clone()
+            }))
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(200))]
+
+            /// More GPU memory never turns a ready launch into an out-of-memory one.
+            #[test]
+            fn more_memory_never_breaks_a_ready_launch(
+                v in 0..RELEASES.len(), m in 0..MODELS.len(), tp in 0u32..4,
+                util in 50u32..100, gib in 8.0f64..160.0, more in 0.0f64..80.0,
+            ) {
+                let flags = format!("-tp {} --gpu-memory-utilization {}", 1 << tp, f64::from(util) / 100.0);
+                let count = 1 << tp;
+                if outcome(RELEASES[v], with_memory(gib), count, MODELS[m], &flags).is_none() {
+                    prop_assert_eq!(
+                        outcome(RELEASES[v], with_memory(gib + more), count, MODELS[m], &flags),
+                        None
+                    );
+                }
+            }
+
+            /// Fewer GPUs never turn a failing launch into a ready one.
+            #[test]
+            fn fewer_gpus_never_fix_a_launch(
+                v in 0..RELEASES.len(), m in 0..MODELS.len(), tp in 0u32..4, count in 1u32..9, fewer in 1u32..8,
+            ) {
+                let flags = format!("-tp {}", 1 << tp);
+                let h100 = crate::catalog::gpu("h100").expect("h100 in the catalog");
+                if outcome(RELEASES[v], h100, count, MODELS[m], &flags).is_some() && count > fewer {
+                    prop_assert!(outcome(RELEASES[v], h100, count - fewer, MODELS[m], &flags).is_some());
+                }
+            }
+
+            /// A smaller max_model_len never turns a ready launch into a KV-cache failure.
+            #[test]
+            fn a_shorter_context_never_breaks_the_kv_cache(
+                v in 0..RELEASES.len(), m in 0..MODELS.len(), tp in 0u32..4,
+                util in 50u32..100, len in 1024u64..131072, shorter in 1u64..131072,
+            ) {
+                let h100 = crate::catalog::gpu("h100").expect("h100 in the catalog");
+                let count = 1 << tp;
+                let flags = |len: u64| format!(
+                    "-tp {} --gpu-memory-utilization {} --max-model-len {len}",
+                    1 << tp, f64::from(util) / 100.0
+                );
+                if outcome(RELEASES[v], h100, count, MODELS[m], &flags(len)).is_none() {
+                    let short = len.saturating_sub(shorter).max(16);
+                    prop_assert_eq!(outcome(RELEASES[v], h100, count, MODELS[m], &flags(short)), None);
+                }
+            }
+        }
     }
 }

@@ -28,11 +28,14 @@ pub enum Switch {
     WorkersWatchParent,
     TritonMlaFp8Kv,
     KvDtypeFloat16,
+    WorldSizeCheckedAgainstGpus,
+    WorldSizeErrorNamesBackends,
+    RayPgTimeoutCountsGpus,
 }
 
 impl Switch {
     /// Every switch, in file order.
-    pub const ALL: [Switch; 18] = [
+    pub const ALL: [Switch; 21] = [
         Switch::PortBoundBeforeEngine,
         Switch::ServeUsageOptionalModel,
         Switch::V0NamespaceArgs,
@@ -51,6 +54,9 @@ impl Switch {
         Switch::WorkersWatchParent,
         Switch::TritonMlaFp8Kv,
         Switch::KvDtypeFloat16,
+        Switch::WorldSizeCheckedAgainstGpus,
+        Switch::WorldSizeErrorNamesBackends,
+        Switch::RayPgTimeoutCountsGpus,
     ];
 
     /// The switch's key in `data/switches.toml`.
@@ -74,6 +80,9 @@ impl Switch {
             Switch::WorkersWatchParent => "workers_watch_parent",
             Switch::TritonMlaFp8Kv => "triton_mla_fp8_kv",
             Switch::KvDtypeFloat16 => "kv_dtype_float16",
+            Switch::WorldSizeCheckedAgainstGpus => "world_size_checked_against_gpus",
+            Switch::WorldSizeErrorNamesBackends => "world_size_error_names_backends",
+            Switch::RayPgTimeoutCountsGpus => "ray_pg_timeout_counts_gpus",
         }
     }
 

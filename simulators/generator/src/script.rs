@@ -719,6 +719,11 @@ fn api_server_config(b: &mut Builder<'_>, l: &Launch) -> Step {
         }
         b.log(API, "custom_ar_unsupported_platform", &[]);
     }
+    // The parallel config picks the executor: Ray, when the world exceeds the machine (before
+    // 0.12); releases that log the pick at INFO say so.
+    if d.ray_fallback && p.msg("ray_default").is_some() {
+        b.log(API, "ray_default", &[]);
+    }
     // Checks of the parallel config: before the cache config in V0, in `VllmConfig` in V1.
     let tp_heads_now = p.engine == Engine::V0 || !d.version.has(Switch::TpHeadsCheckedInVllmConfig);
     if let (Some(Failure::TpHeads { heads }), true) = (failure, tp_heads_now) {
@@ -734,6 +739,20 @@ fn api_server_config(b: &mut Builder<'_>, l: &Launch) -> Step {
     }
     if d.kv_cache_dtype.starts_with("fp8") {
         b.log(API, "fp8_kv_cache", &[]);
+    }
+    // `ParallelConfig`, after the cache config and before the scheduler config (0.12+).
+    if let Some(Failure::WorldExceedsGpus { world, gpus }) = failure {
+        let key = if d.version.has(Switch::WorldSizeErrorNamesBackends) {
+            "world_exceeds_gpus"
+        } else {
+            "world_exceeds_gpus_tp"
+        };
+        let exc = b.fill(
+            p.error(key),
+            &[("world", world.to_string()), ("gpus", gpus.to_string())],
+        );
+        api_config_error(b, &exc, &["api_parallel_config"]);
+        return CRASHED;
     }
     // The V0 engine on the CPU platform runs without chunked prefill.
     if !(on_cpu && p.engine == Engine::V0) {
@@ -839,8 +858,48 @@ fn engine_core(b: &mut Builder<'_>, l: &mut Launch) -> Step {
     }
     if d.ray {
         l.ray_ips = ray_startup(b, eng, &mut l.rng);
+        if let Some(Failure::RayPlacement { world, .. }) = l.failure {
+            ray_placement_timeout(b, eng, l.api_pid, world);
+            return CRASHED;
+        }
     }
     ControlFlow::Continue(())
+}
+
+/// Ray's placement group waits for GPUs the cluster does not have: `_wait_until_pg_ready` logs
+/// after 10, 30, 70, … seconds (its interval doubles) until PG_WAIT_TIMEOUT (1800 s) has passed,
+/// then the engine core fails.
+fn ray_placement_timeout(b: &mut Builder<'_>, eng: usize, api_pid: u32, world: u32) {
+    let p = b.p;
+    let head = b.node_ips.first().cloned().unwrap_or_default();
+    let mut specs = vec![format!("{{'node:{head}': 0.001, 'GPU': 1.0}}")];
+    specs.extend((1..world).map(|_| "{'GPU': 1.0}".to_string()));
+    let specs = format!("[{}]", specs.join(", "));
+    b.log(eng, "ray_pg_exceeds", &[]);
+    let start = b.now(eng);
+    let (mut elapsed, mut interval) = (0u64, 10u64);
+    while elapsed < 1800 {
+        elapsed += interval;
+        interval *= 2;
+        b.set_time(eng, start.plus_ms(elapsed * 1000 + b.rng.range(0, 40)));
+        b.log(
+            eng,
+            "ray_pg_waiting",
+            &[("secs", elapsed.to_string()), ("specs", specs.clone())],
+        );
+    }
+    let exc = if b.d.version.has(Switch::RayPgTimeoutCountsGpus) {
+        b.fill(
+            p.error("ray_pg_timeout_gpus"),
+            &[("gpus", format!("{world}.0")), ("specs", specs)],
+        )
+    } else {
+        b.fill(p.error("ray_pg_timeout"), &[("specs", specs)])
+    };
+    let tb = Traceback::new(exc)
+        .with(p, "engine_core_init")
+        .with(p, "engine_ray_pg");
+    engine_failure(b, &[], eng, api_pid, tb);
 }
 
 /// The workers (or, at world size 1, the engine core as the only rank). On the CPU platform
@@ -2430,7 +2489,7 @@ fn ray_startup(b: &mut Builder<'_>, eng: usize, rng: &mut Rng) -> Vec<String> {
         .collect();
     b.node_ips = ips.clone();
     b.log(eng, "async_disabled", &[]);
-    let local = d.gpus_per_node();
+    let local = d.visible_gpus;
     if d.world > local {
         b.log(
             eng,
@@ -2439,25 +2498,42 @@ fn ray_startup(b: &mut Builder<'_>, eng: usize, rng: &mut Rng) -> Vec<String> {
         );
     }
     b.advance_ms(eng, 50, 400);
-    let t = b.now(eng);
-    b.stream(
-        eng,
-        format!(
-            "{}\tINFO worker.py:1771 -- Connecting to existing Ray cluster at address: {}:6379...\n",
-            t.ray_stamp(),
-            ips[0]
-        ),
-    );
-    b.advance_ms(eng, 300, 1500);
-    let t = b.now(eng);
-    b.stream(
-        eng,
-        format!(
-            "{}\tINFO worker.py:1951 -- Connected to Ray cluster.\n",
-            t.ray_stamp()
-        ),
-    );
+    if d.ray_fallback && d.nodes <= 1 {
+        // `ray.init()` with no cluster to join starts one (Ray's line as a real 0.8.5 log shows
+        // it: batch-08/502).
+        b.advance_ms(eng, 1500, 4000);
+        let t = b.now(eng);
+        b.stream(
+            eng,
+            format!(
+                "{}\tINFO worker.py:1888 -- Started a local Ray instance.\n",
+                t.ray_stamp()
+            ),
+        );
+    } else {
+        let t = b.now(eng);
+        b.stream(
+            eng,
+            format!(
+                "{}\tINFO worker.py:1771 -- Connecting to existing Ray cluster at address: {}:6379...\n",
+                t.ray_stamp(),
+                ips[0]
+            ),
+        );
+        b.advance_ms(eng, 300, 1500);
+        let t = b.now(eng);
+        b.stream(
+            eng,
+            format!(
+                "{}\tINFO worker.py:1951 -- Connected to Ray cluster.\n",
+                t.ray_stamp()
+            ),
+        );
+    }
     b.log(eng, "ray_new_pg", &[]);
+    if matches!(d.failure, Some(Failure::RayPlacement { .. })) {
+        return ips;
+    }
     if d.tp > local {
         for _ in 0..d.nodes {
             let node_id = hex(rng, 56);
@@ -2770,6 +2846,49 @@ fn spawn_v0_worker(
     )
 }
 
+/// The V0 engine process fails: MQLLMEngine logs the exception (`logger.exception(e)`, then
+/// `raise e`), the process prints its traceback, its workers are stopped, and the API server's
+/// wait for the engine fails.
+fn v0_engine_failed(
+    b: &mut Builder<'_>,
+    eng: usize,
+    workers: &[usize],
+    exc: &str,
+    stack: &str,
+    executor_started: bool,
+) {
+    let p = b.p;
+    let tb = Traceback::new(exc.to_string()).with(p, stack);
+    // MQLLMEngine: logger.exception(e) then raise → message line, traceback, then bootstrap.
+    let first_line = exception_message(exc);
+    if let Some(spec) = p.msg("v0_engine_error").cloned() {
+        let text = format!("{first_line}\n{}", {
+            let mut t = Traceback::new(exc.to_string());
+            t.frames = tb.frames[3..].to_vec();
+            t.render(p)
+        });
+        let idx = b.push_exception_log(eng, &spec, text, exc, true);
+        b.root = Some(idx);
+    }
+    b.stderr_traceback(eng, Some("Process SpawnProcess-1:"), &tb, false);
+    // An executor that started its workers stops them (multiproc_gpu_executor's shutdown).
+    if executor_started {
+        for &w in workers.iter().skip(1) {
+            let pid = b.procs[w].pid;
+            b.set_time(eng, b.now(eng).plus_ms(b.rng.range(100, 900)));
+            b.log(
+                eng,
+                "v0_worker_died",
+                &[("pid", pid.to_string()), ("code", "-15".into())],
+            );
+        }
+        b.log(eng, "v0_killing_workers", &[]);
+    }
+    b.set_time(API, b.now(eng).plus_ms(b.rng.range(100, 900)));
+    let api = Traceback::new(p.error("v0_engine_failed").to_string()).with(p, "v0_api");
+    b.stderr_traceback(API, None, &api, false);
+}
+
 fn v0_launch(mut b: Builder<'_>, ending: Ending) -> LaunchLog {
     let d = b.d;
     let p = b.p;
@@ -2779,6 +2898,23 @@ fn v0_launch(mut b: Builder<'_>, ending: Ending) -> LaunchLog {
     let eng_pid = api_pid + b.rng.range(60, 300) as u32;
     let t = b.now(API).plus_ms(b.rng.range(800, 3000));
     let eng = b.spawn(None, "EngineCore".into(), eng_pid, t, false);
+    if let Some(Failure::RayPlacement { .. }) = failure {
+        // `from_engine_args` picks the executor class, which starts Ray before the engine is
+        // built: a local instance, then a cluster with too few GPUs is refused at once.
+        b.advance_ms(eng, 1500, 4000);
+        let t = b.now(eng);
+        b.stream(
+            eng,
+            format!(
+                "{}\tINFO worker.py:1786 -- Started a local Ray instance.\n",
+                t.ray_stamp()
+            ),
+        );
+        b.advance_ms(eng, 200, 900);
+        let exc = p.error("ray_cluster_short").to_string();
+        v0_engine_failed(&mut b, eng, &[eng], &exc, "v0_ray_cluster", false);
+        return b.finish(status, None);
+    }
     let config = engine_config(&b, d);
     b.log(eng, "engine_init", &[("config", config)]);
     let mut workers = vec![eng];
@@ -2877,34 +3013,7 @@ fn v0_launch(mut b: Builder<'_>, ending: Ending) -> LaunchLog {
     };
     if let Some((exc, stack)) = fail_exc {
         b.advance_ms(eng, 500, 3000);
-        let tb = Traceback::new(exc.clone()).with(p, stack);
-        // MQLLMEngine: logger.exception(e) then raise → message line, traceback, then bootstrap.
-        let first_line = exception_message(&exc);
-        let spec = p.msg("v0_engine_error").cloned();
-        if let Some(spec) = spec {
-            let text = format!("{first_line}\n{}", {
-                let mut t = Traceback::new(exc.clone());
-                t.frames = tb.frames[3..].to_vec();
-                t.render(p)
-            });
-            let idx = b.push_exception_log(eng, &spec, text, &exc, true);
-            b.root = Some(idx);
-        }
-        b.stderr_traceback(eng, Some("Process SpawnProcess-1:"), &tb, false);
-        for &w in workers.iter().skip(1) {
-            let pid = b.procs[w].pid;
-            b.set_time(eng, b.now(eng).plus_ms(b.rng.range(100, 900)));
-            b.log(
-                eng,
-                "v0_worker_died",
-                &[("pid", pid.to_string()), ("code", "-15".into())],
-            );
-            let _ = w;
-        }
-        b.log(eng, "v0_killing_workers", &[]);
-        b.set_time(API, b.now(eng).plus_ms(b.rng.range(100, 900)));
-        let api = Traceback::new(p.error("v0_engine_failed").to_string()).with(p, "v0_api");
-        b.stderr_traceback(API, None, &api, false);
+        v0_engine_failed(&mut b, eng, &workers, &exc, stack, true);
         return b.finish(status, None);
     }
     b.advance_ms(eng, 2000, 6000);

@@ -85,6 +85,9 @@ fn grammar(p: &Profile, no_color: bool) -> Grammar {
         r"Please verify the following requirements:",
         r"\d\. .+",
         r"   - For .+",
+        // vLLM's world-size error (0.13+) and Ray placement-group timeout (0.12+) advice.
+        r"- (ray|multiprocessing), set .+",
+        r"If running on K8s .+\.",
         // Ray's own logger (`ray.init` in the driver).
         r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}\t(INFO|WARNING|ERROR) [a-z_]+\.py:\d+ -- .+",
         // Ray's node-death notice (raylet, one long line).
