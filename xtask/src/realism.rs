@@ -12,7 +12,8 @@ use runner::realism::{self, COVERAGE_MIN};
 /// Options of `cargo xtask realism`.
 #[derive(clap::Args, Debug)]
 pub struct RealismArgs {
-    /// Also list the real line templates the simulation lacks.
+    /// Also list the real line templates the simulation lacks and the simulated ones real vLLM
+    /// did not print.
     #[arg(long)]
     verbose: bool,
 }
@@ -28,54 +29,73 @@ pub fn run(a: RealismArgs) -> Result<i32> {
         return Ok(1);
     }
     println!(
-        "{:<10} {:<34} {:>9} {:>9} {:>9}",
-        "vllm", "capture", "templates", "covered", "coverage"
+        "{:<10} {:<34} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "vllm", "capture", "real", "simulated", "shared", "recall", "precision"
     );
-    let mut per_version: BTreeMap<String, (usize, usize, Vec<f64>)> = BTreeMap::new();
+    #[derive(Default)]
+    struct Sum {
+        real: usize,
+        simulated: usize,
+        shared: usize,
+        captures: usize,
+    }
+    let mut per_version: BTreeMap<String, Sum> = BTreeMap::new();
     let mut below = Vec::new();
     for c in &covs {
         println!(
-            "{:<10} {:<34} {:>9} {:>9} {:>8.1}%",
+            "{:<10} {:<34} {:>9} {:>9} {:>9} {:>8.1}% {:>8.1}%",
             c.version,
             c.file,
             c.templates,
+            c.simulated,
             c.covered,
-            c.ratio() * 100.0
+            c.ratio() * 100.0,
+            c.precision() * 100.0
         );
         if a.verbose {
             for m in &c.missing {
                 println!("    missing: {m}");
             }
+            for m in &c.invented {
+                println!("    invented: {m}");
+            }
         }
         let e = per_version.entry(c.version.clone()).or_default();
-        e.0 += c.templates;
-        e.1 += c.covered;
-        e.2.push(c.ratio());
-        if c.ratio() < COVERAGE_MIN {
+        e.real += c.templates;
+        e.simulated += c.simulated;
+        e.shared += c.covered;
+        e.captures += 1;
+        if c.ratio() < COVERAGE_MIN || c.precision() < COVERAGE_MIN {
             below.push(format!("{} {}", c.version, c.file));
         }
     }
     println!();
-    let (mut t, mut k) = (0, 0);
-    for (v, (templates, covered, ratios)) in &per_version {
-        let mean = ratios.iter().sum::<f64>() / ratios.len() as f64;
+    let pct = |part: usize, whole: usize| part as f64 / whole.max(1) as f64 * 100.0;
+    let mut all = Sum::default();
+    for (v, s) in &per_version {
         println!(
-            "vLLM {v:<10} {} captures: {:.1}% of {templates} templates covered (mean per capture {:.1}%)",
-            ratios.len(),
-            *covered as f64 / *templates as f64 * 100.0,
-            mean * 100.0
+            "vLLM {v:<10} {} captures: recall {:.1}% of {} real templates, precision {:.1}% of {} simulated",
+            s.captures,
+            pct(s.shared, s.real),
+            s.real,
+            pct(s.shared, s.simulated),
+            s.simulated
         );
-        t += templates;
-        k += covered;
+        all.real += s.real;
+        all.simulated += s.simulated;
+        all.shared += s.shared;
     }
     println!(
-        "overall: {:.1}% of {t} templates covered across {} captures",
-        k as f64 / t as f64 * 100.0,
+        "overall: recall {:.1}% of {} real templates, precision {:.1}% of {} simulated, across {} captures",
+        pct(all.shared, all.real),
+        all.real,
+        pct(all.shared, all.simulated),
+        all.simulated,
         covs.len()
     );
     if !below.is_empty() {
         eprintln!(
-            "realism: below {:.0}%: {}",
+            "realism: recall or precision below {:.0}%: {}",
             COVERAGE_MIN * 100.0,
             below.join(", ")
         );

@@ -4,8 +4,9 @@
 //!
 //! Main function: [`measure`]. A line's template is the line with what legitimately differs
 //! between two runs masked: ANSI escapes, timestamps, pids and other numbers, hex ids, install
-//! paths. Coverage of a capture = the share of its distinct templates that the simulated log also
-//! has.
+//! paths. Recall (coverage) of a capture = the share of its distinct templates that the simulated
+//! log also has; precision = the share of the simulated log's distinct templates that the real one
+//! printed (an invented line costs precision).
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -15,7 +16,7 @@ use serde::Deserialize;
 
 use crate::catalog::ScenarioDir;
 
-/// Coverage below this fails the realism test.
+/// Recall or precision below this fails the realism test.
 pub const COVERAGE_MIN: f64 = 0.90;
 
 /// One capture and how well the simulator covers it.
@@ -24,19 +25,35 @@ pub struct Coverage {
     pub version: String,
     pub file: String,
     pub scenario: String,
+    /// Distinct templates of the real capture.
     pub templates: usize,
+    /// Of them, those the simulated log also has.
     pub covered: usize,
+    /// Distinct templates of the simulated log.
+    pub simulated: usize,
     /// Templates of the capture the simulation lacks.
     pub missing: Vec<String>,
+    /// Templates of the simulation the capture lacks (invented, or from another path).
+    pub invented: Vec<String>,
 }
 
 impl Coverage {
+    /// Recall: the share of the real templates the simulation has.
     pub fn ratio(&self) -> f64 {
-        if self.templates == 0 {
-            1.0
-        } else {
-            self.covered as f64 / self.templates as f64
-        }
+        share(self.covered, self.templates)
+    }
+
+    /// Precision: the share of the simulated templates real vLLM printed.
+    pub fn precision(&self) -> f64 {
+        share(self.covered, self.simulated)
+    }
+}
+
+fn share(part: usize, whole: usize) -> f64 {
+    if whole == 0 {
+        1.0
+    } else {
+        part as f64 / whole as f64
     }
 }
 
@@ -105,13 +122,16 @@ pub fn measure(real_dir: &Path, dir: &ScenarioDir) -> Result<Vec<Coverage>, Stri
             let want = templates(&real);
             let have = templates(&sim);
             let missing: Vec<String> = want.difference(&have).cloned().collect();
+            let invented: Vec<String> = have.difference(&want).cloned().collect();
             out.push(Coverage {
                 version: l.vllm_version.clone(),
                 file: l.file.clone(),
                 scenario: name,
                 templates: want.len(),
                 covered: want.len() - missing.len(),
+                simulated: have.len(),
                 missing,
+                invented,
             });
         }
     }

@@ -1,7 +1,8 @@
 //! Realism of the simulator, kept as a regression test: every real vLLM capture under
 //! `scenarios/real/vllm-<version>/` is covered, line template by line template, by the simulated
-//! log of its scenario at the same version (`runner::realism`; `cargo xtask realism`
-//! prints the table). Runs on the fixtures only: capturing needs vLLM and never runs here.
+//! log of its scenario at the same version (recall), and the simulated log prints little real vLLM
+//! did not (precision); `runner::realism`, and `cargo xtask realism` prints the table. Runs on the
+//! fixtures only: capturing needs vLLM and never runs here.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -9,11 +10,11 @@ use std::path::Path;
 use runner::catalog::ScenarioDir;
 use runner::realism::{self, COVERAGE_MIN};
 
-/// Templates of a failing capture printed with the failure.
+/// Templates of a failing capture (missing or invented) printed with the failure.
 const MISSING_SHOWN: usize = 12;
 
 #[test]
-fn every_capture_is_covered_by_the_simulator() {
+fn every_capture_is_covered_by_the_simulator_and_nothing_invented() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let dir = ScenarioDir {
         root: root.join("scenarios"),
@@ -30,20 +31,26 @@ fn every_capture_is_covered_by_the_simulator() {
     let mut report = String::new();
     let mut below = 0;
     for c in &covs {
-        let ok = c.ratio() >= COVERAGE_MIN;
+        let ok = c.ratio() >= COVERAGE_MIN && c.precision() >= COVERAGE_MIN;
         report.push_str(&format!(
-            "{} vllm-{}/{}: {}/{} templates ({:.1}%)\n",
+            "{} vllm-{}/{}: recall {}/{} ({:.1}%), precision {}/{} ({:.1}%)\n",
             if ok { "ok  " } else { "LOW " },
             c.version,
             c.file,
             c.covered,
             c.templates,
-            c.ratio() * 100.0
+            c.ratio() * 100.0,
+            c.covered,
+            c.simulated,
+            c.precision() * 100.0
         ));
         if !ok {
             below += 1;
             for m in c.missing.iter().take(MISSING_SHOWN) {
                 report.push_str(&format!("        missing: {m}\n"));
+            }
+            for m in c.invented.iter().take(MISSING_SHOWN) {
+                report.push_str(&format!("        invented: {m}\n"));
             }
         }
     }
@@ -51,7 +58,7 @@ fn every_capture_is_covered_by_the_simulator() {
     assert_eq!(
         below,
         0,
-        "{below} of {} captures below {:.0}% template coverage (cargo xtask realism --verbose):\n{report}",
+        "{below} of {} captures below {:.0}% template recall or precision (cargo xtask realism --verbose):\n{report}",
         covs.len(),
         COVERAGE_MIN * 100.0
     );
