@@ -6,6 +6,8 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Largest request head or body read.
@@ -13,18 +15,25 @@ const REQUEST_BYTES_MAX: usize = 1 << 20;
 const READ_TIMEOUT_MS: u64 = 2_000;
 
 /// Serves on `listener` until the process exits. `access` receives each uvicorn access line.
-pub fn serve(listener: TcpListener, model: String, access: impl Fn(String)) {
+/// Once `engine_dead` is set, `/health` answers 503 and requests fail, as vLLM's do when its
+/// engine has died (`EngineDeadError`).
+pub fn serve(
+    listener: TcpListener,
+    model: String,
+    engine_dead: Arc<AtomicBool>,
+    access: impl Fn(String),
+) {
     for conn in listener.incoming() {
         let Ok(stream) = conn else {
             continue;
         };
-        if let Some(line) = handle(stream, &model) {
+        if let Some(line) = handle(stream, &model, engine_dead.load(Ordering::Relaxed)) {
             access(line);
         }
     }
 }
 
-fn handle(mut stream: TcpStream, model: &str) -> Option<String> {
+fn handle(mut stream: TcpStream, model: &str, engine_dead: bool) -> Option<String> {
     let peer = stream.peer_addr().ok()?;
     stream
         .set_read_timeout(Some(Duration::from_millis(READ_TIMEOUT_MS)))
@@ -58,7 +67,11 @@ fn handle(mut stream: TcpStream, model: &str) -> Option<String> {
     }
     let mut body = vec![0u8; content_length.min(REQUEST_BYTES_MAX)];
     reader.read_exact(&mut body).ok()?;
-    let (code, reason, json) = respond(&method, &path, &body, model);
+    let (code, reason, json) = if engine_dead {
+        respond_engine_dead(&method, &path)
+    } else {
+        respond(&method, &path, &body, model)
+    };
     let payload = json.unwrap_or_default();
     let resp = format!(
         "HTTP/1.1 {code} {reason}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{payload}",
@@ -71,6 +84,23 @@ fn handle(mut stream: TcpStream, model: &str) -> Option<String> {
         peer.ip(),
         peer.port()
     ))
+}
+
+/// vLLM's answers once its engine is dead: `/health` 503 (health.py catches EngineDeadError),
+/// a request 500 with the engine's error.
+fn respond_engine_dead(method: &str, path: &str) -> (u16, &'static str, Option<String>) {
+    let path = path.split('?').next().unwrap_or(path);
+    match (method, path) {
+        ("GET", "/health") => (503, "Service Unavailable", None),
+        _ => (
+            500,
+            "Internal Server Error",
+            Some(
+                r#"{"error":{"message":"EngineCore encountered an issue. See stack trace (above) for the root cause.","type":"InternalServerError","code":500}}"#
+                    .to_string(),
+            ),
+        ),
+    }
 }
 
 fn respond(
@@ -151,7 +181,9 @@ mod tests {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = l.local_addr().unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || serve(l, "m".into(), move |line| tx.send(line).unwrap()));
+        let dead = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&dead);
+        std::thread::spawn(move || serve(l, "m".into(), flag, move |line| tx.send(line).unwrap()));
         let get = |req: String| {
             let mut s = TcpStream::connect(addr).unwrap();
             s.write_all(req.as_bytes()).unwrap();
@@ -174,5 +206,12 @@ mod tests {
         ));
         assert!(r.contains("\"text\":\" token token token\""), "{r}");
         assert!(get("GET /nope HTTP/1.1\r\n\r\n".into()).starts_with("HTTP/1.1 404"));
+        dead.store(true, Ordering::Relaxed);
+        assert!(get("GET /health HTTP/1.1\r\n\r\n".into()).starts_with("HTTP/1.1 503"));
+        assert!(get(format!(
+            "POST /v1/completions HTTP/1.1\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        ))
+        .starts_with("HTTP/1.1 500"));
     }
 }

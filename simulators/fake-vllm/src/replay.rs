@@ -25,6 +25,7 @@ use crate::clock;
 use generator::clock::SimTime;
 use generator::record::{Body, Renderer};
 use generator::release::Switch;
+use generator::scenario::{Fault, Phase, Signal as FaultSignal};
 use procfacts::ProcInfo;
 
 /// Longest single sleep, so stop requests and child exits are seen promptly.
@@ -108,6 +109,8 @@ pub struct Runtime {
     hub: Option<Arc<Hub>>,
     /// Added to every due time: the launch's clock after waiting for a real event.
     shift_us: u64,
+    /// (API server) Set once the engine died: `/health` answers 503.
+    engine_dead: Arc<AtomicBool>,
 }
 
 /// How long a Ray driver waits for its machines, and for the loss it expects.
@@ -170,6 +173,7 @@ impl Runtime {
             start_time,
             hub: None,
             shift_us: 0,
+            engine_dead: Arc::new(AtomicBool::new(false)),
         }
     }
 
@@ -275,14 +279,90 @@ impl Runtime {
             return 1;
         }
         let _ = ready;
-        // Up: serve (the HTTP thread) until told to stop.
+        // Up: serve (the HTTP thread) until told to stop, or until a child dies that nobody
+        // told to (a `kill -9`, a crash): then react as vLLM does.
         loop {
-            self.reap();
+            if let Some((child, signal)) = self.child_died() {
+                return self.react_to_death(&child, signal);
+            }
             if self.stop_requested() {
                 return self.shut_down(true);
             }
             std::thread::sleep(Duration::from_millis(POLL_MS));
         }
+    }
+
+    /// A child that has exited (every exit of a child of an up launch is unexpected), with the
+    /// signal that ended it.
+    fn child_died(&mut self) -> Option<(String, Option<i32>)> {
+        use std::os::unix::process::ExitStatusExt as _;
+        for (role, child) in &mut self.children {
+            if let Ok(Some(status)) = child.try_wait() {
+                return Some((role.clone(), status.signal()));
+            }
+        }
+        None
+    }
+
+    /// vLLM's reaction to the death of child `child`, which no scenario scripted: the same
+    /// launch with that process killed while serving is simulated, and this process plays its
+    /// own lines from that launch after the death (the engine core's executor monitor, the API
+    /// server's engine monitor, output handler and watchdog), then leaves as that launch does.
+    fn react_to_death(mut self, child: &str, signal: Option<i32>) -> i32 {
+        let process = if child == super::plan::ENGINE_ROLE {
+            "EngineCore".to_string()
+        } else {
+            child.to_string()
+        };
+        let signal = match signal {
+            Some(11) => FaultSignal::Segv,
+            Some(7) => FaultSignal::Bus,
+            Some(15) => FaultSignal::Term,
+            _ => FaultSignal::Kill,
+        };
+        if self.role == API_ROLE {
+            self.engine_dead.store(true, Ordering::Relaxed);
+        }
+        let mut alt = self.setup.scenario.clone();
+        alt.faults.push(Fault::Kill {
+            process,
+            signal,
+            at: Phase::Serving,
+        });
+        let plan = Plan::build(&alt, self.setup.seed, self.setup.t0);
+        let died_at = plan.roles.get(child).and_then(|r| {
+            r.run
+                .iter()
+                .find_map(|s| matches!(s.what, What::Die(_)).then_some(s.t))
+        });
+        if let Some(t_death) = died_at {
+            let writes: Vec<(usize, SimTime)> = plan.roles[&self.role]
+                .run
+                .iter()
+                .filter(|s| s.t > t_death)
+                .filter_map(|s| match s.what {
+                    What::Write(i) => Some((i, s.t)),
+                    _ => None,
+                })
+                .collect();
+            self.plan = plan;
+            let base = clock::wall_now().0;
+            for (i, t) in writes {
+                let due = base + ((t.0 - t_death.0) as f64 * self.setup.scale) as u64;
+                while clock::wall_now().0 < due {
+                    std::thread::sleep(Duration::from_millis(POLL_MS));
+                }
+                self.write_event(i);
+            }
+        }
+        // The executor stops the ranks left (the engine core), or the server leaves its engine's
+        // processes to their own watch (the API server).
+        if self.role == super::plan::ENGINE_ROLE {
+            self.terminate_children();
+            self.wait_children(CHILD_EXIT_WAIT_MS);
+        }
+        self.cleanup();
+        1
     }
 
     /// The real instant of launch time `t`.
@@ -377,14 +457,23 @@ impl Runtime {
                 }
             }
         }
-        for (_, child) in &self.children {
+        self.terminate_children();
+        self.wait_children(CHILD_EXIT_WAIT_MS);
+        self.cleanup();
+        0
+    }
+
+    /// SIGTERM to every child still running: one that has exited was reaped, and its pid may
+    /// already belong to another process.
+    fn terminate_children(&mut self) {
+        for (_, child) in &mut self.children {
+            if !matches!(child.try_wait(), Ok(None)) {
+                continue;
+            }
             if let Some(pid) = Pid::from_raw(child.id() as i32) {
                 let _ = kill_process(pid, Signal::TERM);
             }
         }
-        self.wait_children(CHILD_EXIT_WAIT_MS);
-        self.cleanup();
-        0
     }
 
     fn reap(&mut self) {
@@ -584,6 +673,7 @@ impl Runtime {
             return;
         };
         let model = self.setup.scenario.args.served_name().to_string();
+        let engine_dead = Arc::clone(&self.engine_dead);
         let log = &self.plan.log;
         let api = log.procs.iter().rev().find(|p| p.role == API_ROLE).cloned();
         let prefix = match api {
@@ -594,7 +684,7 @@ impl Runtime {
             _ => String::new(),
         };
         std::thread::spawn(move || {
-            http::serve(listener, model, |line| {
+            http::serve(listener, model, engine_dead, |line| {
                 let mut out = io::stdout().lock();
                 let _ = out.write_all(format!("{prefix}{line}").as_bytes());
                 let _ = out.flush();

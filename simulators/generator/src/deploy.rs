@@ -418,9 +418,12 @@ impl Deployment {
         self.visible_gpus + self.gpus_per_node() * (self.nodes.max(1) - 1)
     }
 
-    /// Process faults strike a worker rank of a multi-process V1 deployment; a fault naming a
-    /// rank that does not exist changes nothing.
+    /// Process faults strike a worker rank of a multi-process V1 deployment, or a V1 engine core;
+    /// a fault naming a rank that does not exist changes nothing.
     fn process_fault_applies(&self, process: &str) -> bool {
+        if crate::script::names_engine_core(process) {
+            return self.profile.engine == Engine::V1;
+        }
         let digits: String = process
             .chars()
             .rev()
@@ -599,7 +602,9 @@ impl Deployment {
                     process,
                     signal,
                     at: at @ (Phase::InitDevice | Phase::LoadWeights),
-                } if self.process_fault_applies(process) => {
+                } if self.process_fault_applies(process)
+                    && !crate::script::names_engine_core(process) =>
+                {
                     return Some(Failure::Killed {
                         process: process.clone(),
                         signal: *signal,
@@ -609,7 +614,9 @@ impl Deployment {
                 Fault::Hang {
                     process,
                     at: at @ (Phase::InitDevice | Phase::LoadWeights),
-                } if self.process_fault_applies(process) => {
+                } if self.process_fault_applies(process)
+                    && !crate::script::names_engine_core(process) =>
+                {
                     return Some(Failure::Hang {
                         process: process.clone(),
                         at: *at,
@@ -733,14 +740,19 @@ impl Deployment {
                     process,
                     signal,
                     at,
-                } if self.process_fault_applies(process) => {
+                } if self.process_fault_applies(process)
+                    && (*at == Phase::Serving || !crate::script::names_engine_core(process)) =>
+                {
                     return Some(Failure::Killed {
                         process: process.clone(),
                         signal: *signal,
                         at: *at,
                     })
                 }
-                Fault::Hang { process, at } if self.process_fault_applies(process) => {
+                Fault::Hang { process, at }
+                    if self.process_fault_applies(process)
+                        && !crate::script::names_engine_core(process) =>
+                {
                     return Some(Failure::Hang {
                         process: process.clone(),
                         at: *at,

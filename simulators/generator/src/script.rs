@@ -2652,17 +2652,48 @@ fn rank_of(b: &Builder<'_>, workers: &[usize], process: &str) -> usize {
 /// A worker dies from a signal while serving: the executor's monitor notices at once; the other
 /// ranks, blocked in a collective with it, then hit the NCCL watchdog.
 fn runtime_kill(b: &mut Builder<'_>, workers: &[usize], eng: usize, process: &str, signal: Signal) {
-    let r = rank_of(b, workers, process);
     let t_kill = b.now(API).plus_ms(b.rng.range(100, 3000));
-    b.die(workers[r], t_kill, signal);
-    b.set_time(eng, t_kill.plus_ms(b.rng.range(5, 60)));
-    let idx = b.log(eng, "worker_died", &[("rank", r.to_string())]);
-    if let Some(idx) = idx {
-        b.mark_root(idx, 0);
+    if names_engine_core(process) {
+        // The engine core itself: the API server's monitor of its engine processes notices.
+        b.die(eng, t_kill, signal);
+        b.set_time(API, t_kill.plus_ms(b.rng.range(5, 60)));
+        if let Some(idx) = b.log(API, "engine_core_died", &[]) {
+            b.mark_root(idx, 0);
+        }
+    } else {
+        let r = rank_of(b, workers, process);
+        b.die(workers[r], t_kill, signal);
+        b.set_time(eng, t_kill.plus_ms(b.rng.range(5, 60)));
+        let idx = b.log(eng, "worker_died", &[("rank", r.to_string())]);
+        if let Some(idx) = idx {
+            b.mark_root(idx, 0);
+        }
+        watchdog_timeouts(b, workers, r, t_kill);
+        b.set_time(API, b.now(eng).plus_ms(b.rng.range(30, 300)));
+        b.log(API, "engine_core_died", &[]);
     }
-    watchdog_timeouts(b, workers, r, t_kill);
-    b.set_time(API, b.now(eng).plus_ms(b.rng.range(30, 300)));
-    b.log(API, "engine_core_died", &[]);
+    api_engine_dead(b);
+}
+
+/// `Fault::Kill`'s process names the engine core (`EngineCore`, `EngineCore_DP0`), not a rank.
+pub fn names_engine_core(process: &str) -> bool {
+    process.starts_with("EngineCore")
+}
+
+/// The API server after its engine died: the output handler's next read raises EngineDeadError
+/// (`AsyncLLM output_handler failed.`), and the launcher's watchdog (every 5 s, vllm/entrypoints/
+/// launcher.py) sees the engine errored and ends uvicorn.
+fn api_engine_dead(b: &mut Builder<'_>) {
+    let p = b.p;
+    if p.msg("output_handler_failed").is_some() {
+        b.advance_ms(API, 5, 200);
+        let api = Traceback::new(p.error("engine_dead").to_string()).with(p, "api_output_handler");
+        b.log_exception(API, "output_handler_failed", &api, false);
+    }
+    b.advance_ms(API, 200, 5000);
+    b.stream(API, "INFO:     Shutting down\n".into());
+    b.stream(API, "INFO:     Waiting for application shutdown.\n".into());
+    b.stream(API, "INFO:     Application shutdown complete.\n".into());
 }
 
 fn watchdog_timeouts(

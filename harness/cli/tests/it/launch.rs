@@ -679,3 +679,114 @@ fn a_recorded_pid_now_held_by_an_unrelated_process_is_never_signalled() {
     other.kill().unwrap();
     other.wait().unwrap();
 }
+
+/// The live process of launch `id` whose process title names `name` (`VLLM::Worker_TP1`, …).
+fn process_titled(id: &str, name: &str) -> Option<u32> {
+    processes_of(id)
+        .into_iter()
+        .find(|&p| procfacts::cmdline(p).contains(name))
+}
+
+#[test]
+fn a_worker_killed_while_serving_brings_the_server_down_as_vllm_does() {
+    let h = Host::new("2xh100");
+    let port = free_port();
+    let args = serve_args(
+        "meta-llama/Llama-3.1-8B-Instruct",
+        port,
+        &["--tensor-parallel-size", "2"],
+    );
+    h.faultkit()
+        .arg("launch")
+        .arg("--state-dir")
+        .arg(h.state())
+        .args(&args)
+        .assert()
+        .code(0);
+    assert_eq!(health(port), Some(200));
+    let rec = h.current_record();
+    let id = rec["id"].as_str().unwrap().to_string();
+    let log = PathBuf::from(rec["log"].as_str().unwrap());
+    let api = rec["pid"].as_u64().unwrap();
+    // A watcher of the ready server, which must answer once the server fails.
+    let watcher = h
+        .faultkit_std()
+        .args(["follow", "--until-failure", "--timeout", "60", "--pid"])
+        .arg(api.to_string())
+        .arg(&log)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Nobody scripted this: the test kills a worker it started (through faultkit launch).
+    let worker = process_titled(&id, "Worker_TP1").expect("worker rank 1 runs");
+    assert!(StdCommand::new("kill")
+        .args(["-9", &worker.to_string()])
+        .status()
+        .unwrap()
+        .success());
+    // The executor's monitor, the API server's engine monitor and its watchdog: the server
+    // stops answering, then the whole tree is gone.
+    wait_until(
+        || health(port) != Some(200),
+        "/health to stop answering 200",
+    );
+    wait_until(|| processes_of(&id).is_empty(), "every process to exit");
+    let text = std::fs::read_to_string(&log).unwrap();
+    for line in [
+        "Worker proc VllmWorker-1 died unexpectedly, shutting down executor.",
+        "Engine core proc EngineCore_DP0 died unexpectedly, shutting down client.",
+        "AsyncLLM output_handler failed.",
+        "Application shutdown complete.",
+    ] {
+        assert!(text.contains(line), "{line:?} missing from\n{text}");
+    }
+    h.faultkit()
+        .arg("triage")
+        .arg(&log)
+        .assert()
+        .code(1)
+        .stdout(predicates::str::contains("worker_killed_by_signal"))
+        .stdout(predicates::str::contains("VllmWorker-1 died unexpectedly"));
+    let answer = watcher.wait_with_output().unwrap();
+    assert_eq!(
+        answer.status.code(),
+        Some(1),
+        "follow --until-failure answers 'crashed'"
+    );
+    assert!(String::from_utf8_lossy(&answer.stdout).contains("worker_killed_by_signal"));
+}
+
+#[test]
+fn an_engine_core_killed_while_serving_fails_health_and_ends_the_server() {
+    let h = Host::new("1xh100");
+    let port = free_port();
+    h.faultkit()
+        .arg("launch")
+        .arg("--state-dir")
+        .arg(h.state())
+        .args(serve_args("meta-llama/Llama-3.1-8B-Instruct", port, &[]))
+        .assert()
+        .code(0);
+    let rec = h.current_record();
+    let id = rec["id"].as_str().unwrap().to_string();
+    let log = PathBuf::from(rec["log"].as_str().unwrap());
+    let engine = process_titled(&id, "EngineCore").expect("the engine core runs");
+    assert!(StdCommand::new("kill")
+        .args(["-9", &engine.to_string()])
+        .status()
+        .unwrap()
+        .success());
+    wait_until(|| processes_of(&id).is_empty(), "the API server to exit");
+    assert_eq!(health(port), None);
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        text.contains("Engine core proc EngineCore_DP0 died unexpectedly, shutting down client."),
+        "{text}"
+    );
+    h.faultkit()
+        .arg("triage")
+        .arg(&log)
+        .assert()
+        .code(1)
+        .stdout(predicates::str::contains("worker_killed_by_signal"));
+}
