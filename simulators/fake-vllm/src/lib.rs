@@ -518,6 +518,32 @@ pub fn resolve_model(
     Ok(None)
 }
 
+/// A fake host directory whose GPUs live processes hold, asked for other GPUs.
+#[derive(Debug)]
+pub struct HostInUse {
+    pub dir: PathBuf,
+    /// The GPUs it has (`8xh100`).
+    pub gpus: String,
+    /// Processes holding them.
+    pub pids: Vec<u32>,
+}
+
+impl fmt::Display for HostInUse {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let pids: Vec<String> = self.pids.iter().map(u32::to_string).collect();
+        write!(
+            f,
+            "{} is in use: its {} are held by pid {}; stop those servers (`faultkit stop`, or \
+             kill them) or prepare another directory",
+            self.dir.display(),
+            self.gpus,
+            pids.join(", ")
+        )
+    }
+}
+
+impl std::error::Error for HostInUse {}
+
 /// A directory that makes this machine a fake GPU host: `bin/` with `vllm`, `python3`,
 /// `python` and `nvidia-smi` shims pointing at `fake_vllm`, `models/` (see
 /// [`FakeHost::add_model`]), and `gpus.json` with `count` GPUs of `gpu`.
@@ -541,7 +567,24 @@ impl FakeHost {
             std::os::unix::fs::symlink(fake_vllm, &link)?;
         }
         std::fs::create_dir_all(dir.join("models"))?;
-        gpu::GpuState::new(gpu, count).store(&dir.join("gpus.json"))?;
+        let state = dir.join("gpus.json");
+        // A host in use keeps its GPU state: servers started on it still hold their memory.
+        if let Ok(old) = gpu::GpuState::load(&state) {
+            let live: Vec<u32> = old.live_users().iter().map(|u| u.pid).collect();
+            if !live.is_empty() {
+                if old.model == gpu && old.count == count {
+                    return Ok(FakeHost {
+                        dir: dir.to_path_buf(),
+                    });
+                }
+                return Err(std::io::Error::other(HostInUse {
+                    dir: dir.to_path_buf(),
+                    gpus: format!("{}x{}", old.count, old.model),
+                    pids: live,
+                }));
+            }
+        }
+        gpu::GpuState::new(gpu, count).store(&state)?;
         Ok(FakeHost {
             dir: dir.to_path_buf(),
         })

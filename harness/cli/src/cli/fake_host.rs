@@ -3,12 +3,17 @@
 
 use std::path::PathBuf;
 
+use anyhow::Context as _;
+
 use triage::ExitCode;
 
 use super::fail;
 
 /// Prepare a directory with `vllm`, `python3` and `nvidia-smi` shims for the fake vLLM server,
 /// every model preset under its repo id, and a GPU state; print the environment to use it.
+///
+/// Preparing a directory again keeps its GPU state while servers started on it hold GPUs (the
+/// same GPUs asked for), and refuses other GPUs then (exit 75, naming the holders).
 ///
 /// Use: `eval "$(faultkit fake-host /tmp/fk --gpus 8xrtx-pro-6000-blackwell)"`, then
 /// `vllm serve nvidia/Kimi-K2.5-NVFP4 --tensor-parallel-size 8 --trust-remote-code` runs the
@@ -39,8 +44,20 @@ pub fn run(a: Args) -> anyhow::Result<ExitCode> {
         Err(e) => return fail(ExitCode::NoInput, e),
     };
     let dir = std::path::absolute(&a.dir)?;
-    let host = fake_vllm::FakeHost::create(&dir, &fake, &spec.id, count)?;
-    host.add_all_models()?;
+    let host = match fake_vllm::FakeHost::create(&dir, &fake, &spec.id, count) {
+        Ok(h) => h,
+        Err(e) => {
+            if let Some(busy) = e
+                .get_ref()
+                .and_then(|r| r.downcast_ref::<fake_vllm::HostInUse>())
+            {
+                return fail(ExitCode::Busy, busy);
+            }
+            return Err(anyhow::Error::new(e).context(format!("preparing {}", dir.display())));
+        }
+    };
+    host.add_all_models()
+        .with_context(|| format!("writing the model presets under {}", dir.display()))?;
     for (k, v) in host.env(a.time_scale) {
         let v = shlex::try_quote(&v).map_err(|e| anyhow::anyhow!("{e}"))?;
         println!("export {k}={v}");

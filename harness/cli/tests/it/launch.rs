@@ -790,3 +790,47 @@ fn an_engine_core_killed_while_serving_fails_health_and_ends_the_server() {
         .code(1)
         .stdout(predicates::str::contains("worker_killed_by_signal"));
 }
+
+#[test]
+fn preparing_a_fake_host_in_use_keeps_its_gpu_state_or_refuses() {
+    let h = Host::new("1xh100");
+    let port = free_port();
+    h.faultkit()
+        .arg("launch")
+        .arg("--state-dir")
+        .arg(h.state())
+        .args(serve_args("meta-llama/Llama-3.1-8B-Instruct", port, &[]))
+        .assert()
+        .code(0);
+    let api = h.current_record()["pid"].as_u64().unwrap();
+    let held = || {
+        let smi = StdCommand::new(h.path().join("bin/nvidia-smi"))
+            .envs(h.envs())
+            .args([
+                "--query-compute-apps=pid,used_memory",
+                "--format=csv,noheader",
+            ])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&smi.stdout).lines().count()
+    };
+    let before = held();
+    assert!(before >= 1, "the server holds its GPU");
+    // The same GPUs again: the state stays, the server still holds its memory.
+    h.faultkit()
+        .args(["fake-host", "--gpus", "1xh100"])
+        .arg(h.path())
+        .assert()
+        .code(0);
+    assert_eq!(held(), before);
+    // Other GPUs while servers hold these: refused, naming a holder.
+    h.faultkit()
+        .args(["fake-host", "--gpus", "2xa100"])
+        .arg(h.path())
+        .assert()
+        .code(75)
+        .stderr(predicates::str::contains("is in use"))
+        .stderr(predicates::str::contains("held by pid"));
+    assert_eq!(health(port), Some(200));
+    assert!(processes_of(h.current_record()["id"].as_str().unwrap()).contains(&(api as u32)));
+}
