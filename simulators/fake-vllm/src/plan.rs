@@ -180,8 +180,14 @@ impl Plan {
             });
             if let Some(t) = log.traffic_from {
                 if stays_up || log.status == LaunchStatus::Crashed {
+                    // The budget is held from the KV cache's allocation on, well before the
+                    // server answers (a launcher checking memory right after ready sees it).
+                    let claim = log
+                        .memory_claimed
+                        .filter(|c| *c < t)
+                        .unwrap_or(SimTime(t.0.saturating_sub(1)));
                     rp.run.push(Step {
-                        t: SimTime(t.0.saturating_sub(1)),
+                        t: claim,
                         what: What::HoldGpu {
                             rank,
                             mib: budget_mib.max(CONTEXT_MIB),
@@ -437,6 +443,20 @@ status = "crashed"
             .run
             .iter()
             .any(|s| matches!(s.what, What::HoldGpu { rank: 3, mib } if mib > CONTEXT_MIB)));
+        // Every rank holds its budget from its KV cache on: seconds before the server answers,
+        // so a launcher looking at GPU memory right after ready sees all of it.
+        let ready = api.run.iter().find(|s| s.what == What::Ready).unwrap().t;
+        for (role, rp) in &plan.roles {
+            if let Some(claim) = rp.run.iter().find_map(|s| match s.what {
+                What::HoldGpu { mib, .. } if mib > CONTEXT_MIB => Some(s.t),
+                _ => None,
+            }) {
+                assert!(
+                    claim.0 + 1_000_000 < ready.0,
+                    "{role} claims its budget at {claim:?}, ready at {ready:?}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -80,6 +80,8 @@ pub struct LaunchLog {
     pub node_ips: Vec<String>,
     /// A Ray node lost while serving: (node, when).
     pub node_loss: Option<(u32, SimTime)>,
+    /// When the ranks have sized their KV cache (and so hold their memory budget), if they did.
+    pub memory_claimed: Option<SimTime>,
 }
 
 /// A process killed by a signal at `t`.
@@ -135,6 +137,7 @@ struct Builder<'a> {
     shm_names: Vec<String>,
     node_ips: Vec<String>,
     node_loss: Option<(u32, SimTime)>,
+    memory_claimed: Option<SimTime>,
 }
 
 const API: usize = 0;
@@ -166,6 +169,7 @@ impl<'a> Builder<'a> {
             shm_names: Vec::new(),
             node_ips: Vec::new(),
             node_loss: None,
+            memory_claimed: None,
         };
         let model_name = d.args.model.clone();
         b.vars.insert("version", d.version.to_string());
@@ -214,6 +218,7 @@ impl<'a> Builder<'a> {
             shm_names: self.shm_names,
             node_ips: self.node_ips,
             node_loss: self.node_loss,
+            memory_claimed: self.memory_claimed,
         }
     }
 
@@ -1447,6 +1452,7 @@ fn kv_cache(b: &mut Builder<'_>, l: &mut Launch) -> Step {
         );
         return CRASHED;
     }
+    b.memory_claimed = Some(l.t_kv);
     b.log(
         eng,
         "kv_cache_size",
@@ -3052,6 +3058,7 @@ fn v0_launch(mut b: Builder<'_>, ending: Ending) -> LaunchLog {
     b.log(eng, "v0_loading_took", &[("gib4", format!("{gib:.4}"))]);
     let blocks = d.memory.kv_tokens / 16;
     b.advance_ms(eng, 3000, 9000);
+    b.memory_claimed = Some(b.now(eng));
     b.log(
         eng,
         "v0_blocks",
