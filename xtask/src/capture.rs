@@ -37,17 +37,19 @@ requires = ["setuptools>=61"]
 build-backend = "setuptools.build_meta"
 
 [project]
-name = "faultkit-capture-cpu-plugin"
+name = "vllm-lab-cpu-plugin"
 version = "0.1.0"
 requires-python = ">=3.9"
 
 [project.entry-points."vllm.platform_plugins"]
-lab_cpu = "faultkit_capture_cpu_plugin:register"
+lab_cpu = "vllm_lab_cpu_plugin:register"
 
 [tool.setuptools]
-packages = ["faultkit_capture_cpu_plugin"]
+packages = ["vllm_lab_cpu_plugin"]
 "#;
-const PLUGIN_DIST: &str = "faultkit-capture-cpu-plugin";
+/// The plugin's distribution; its module and entry point (`lab_cpu -> vllm_lab_cpu_plugin:register`,
+/// which vLLM logs) are the ones the simulator's hosts name (`generator::host::DEFAULT_PLATFORM_PLUGIN`).
+const PLUGIN_DIST: &str = "vllm-lab-cpu-plugin";
 /// The link the work directory is reached through, and its stand-in in the fixtures.
 const LINK: &str = "/tmp/vllm";
 const STAND_IN: &str = "/srv/vllm";
@@ -111,12 +113,9 @@ pub fn run(a: CaptureArgs) -> Result<i32> {
         .arg(work.join("make_tiny_model.py"))
         .arg(&models))?;
     let plugin = work.join("plugin");
-    fs::create_dir_all(plugin.join("faultkit_capture_cpu_plugin"))?;
+    fs::create_dir_all(plugin.join("vllm_lab_cpu_plugin"))?;
     fs::write(plugin.join("pyproject.toml"), PLUGIN_PYPROJECT)?;
-    fs::write(
-        plugin.join("faultkit_capture_cpu_plugin/__init__.py"),
-        PLUGIN_INIT,
-    )?;
+    fs::write(plugin.join("vllm_lab_cpu_plugin/__init__.py"), PLUGIN_INIT)?;
 
     let dir = ScenarioDir {
         root: root().join("scenarios"),
