@@ -2508,33 +2508,19 @@ fn ray_startup(b: &mut Builder<'_>, eng: usize, rng: &mut Rng) -> Vec<String> {
         // `ray.init()` with no cluster to join starts one (Ray's line as a real 0.8.5 log shows
         // it: batch-08/502).
         b.advance_ms(eng, 1500, 4000);
-        let t = b.now(eng);
-        b.stream(
-            eng,
-            format!(
-                "{}\tINFO worker.py:1888 -- Started a local Ray instance.\n",
-                t.ray_stamp()
-            ),
-        );
+        ray_driver_line(b, eng, 1888, "Started a local Ray instance.");
     } else {
-        let t = b.now(eng);
-        b.stream(
+        ray_driver_line(
+            b,
             eng,
-            format!(
-                "{}\tINFO worker.py:1771 -- Connecting to existing Ray cluster at address: {}:6379...\n",
-                t.ray_stamp(),
+            1771,
+            &format!(
+                "Connecting to existing Ray cluster at address: {}:6379...",
                 ips[0]
             ),
         );
         b.advance_ms(eng, 300, 1500);
-        let t = b.now(eng);
-        b.stream(
-            eng,
-            format!(
-                "{}\tINFO worker.py:1951 -- Connected to Ray cluster.\n",
-                t.ray_stamp()
-            ),
-        );
+        ray_driver_line(b, eng, 1951, "Connected to Ray cluster.");
     }
     b.log(eng, "ray_new_pg", &[]);
     if matches!(d.failure, Some(Failure::RayPlacement { .. })) {
@@ -2555,6 +2541,15 @@ fn ray_startup(b: &mut Builder<'_>, eng: usize, rng: &mut Rng) -> Vec<String> {
         }
     }
     ips
+}
+
+/// A line of Ray's own logger in the driver (`ray.init`): its timestamp, a tab, `worker.py:LINE`.
+fn ray_driver_line(b: &mut Builder<'_>, proc: usize, line: u32, text: &str) {
+    let t = b.now(proc);
+    b.stream(
+        proc,
+        format!("{}\tINFO worker.py:{line} -- {text}\n", t.ray_stamp()),
+    );
 }
 
 fn hex(rng: &mut Rng, n: usize) -> String {
@@ -2939,14 +2934,7 @@ fn v0_launch(mut b: Builder<'_>, ending: Ending) -> LaunchLog {
         // `from_engine_args` picks the executor class, which starts Ray before the engine is
         // built: a local instance, then a cluster with too few GPUs is refused at once.
         b.advance_ms(eng, 1500, 4000);
-        let t = b.now(eng);
-        b.stream(
-            eng,
-            format!(
-                "{}\tINFO worker.py:1786 -- Started a local Ray instance.\n",
-                t.ray_stamp()
-            ),
-        );
+        ray_driver_line(&mut b, eng, 1786, "Started a local Ray instance.");
         b.advance_ms(eng, 200, 900);
         let exc = p.error("ray_cluster_short").to_string();
         v0_engine_failed(&mut b, eng, &[eng], &exc, "v0_ray_cluster", false);

@@ -88,6 +88,23 @@ impl Host {
         .unwrap()
     }
 
+    /// `faultkit launch ARGS`, which must report ready: the launch's id, server pid and log.
+    fn launch_ready(&self, args: &[String]) -> Launched {
+        self.faultkit()
+            .arg("launch")
+            .arg("--state-dir")
+            .arg(self.state())
+            .args(args)
+            .assert()
+            .code(0);
+        let rec = self.current_record();
+        Launched {
+            id: rec["id"].as_str().unwrap().to_string(),
+            pid: rec["pid"].as_u64().unwrap() as u32,
+            log: PathBuf::from(rec["log"].as_str().unwrap()),
+        }
+    }
+
     fn shm_left(&self) -> Vec<String> {
         std::fs::read_dir("/dev/shm")
             .map(|d| {
@@ -98,6 +115,14 @@ impl Host {
             })
             .unwrap_or_default()
     }
+}
+
+/// A launch `faultkit launch` reported ready.
+struct Launched {
+    id: String,
+    /// The API server.
+    pid: u32,
+    log: PathBuf,
 }
 
 impl Drop for Host {
@@ -118,6 +143,15 @@ fn processes_of(id: &str) -> Vec<u32> {
         .filter(|p| p.alive() && procfacts::environ_has(p.pid, "FAULTKIT_LAUNCH_ID", id))
         .map(|p| p.pid)
         .collect()
+}
+
+/// `kill -9 PID` of a process the test started (through `faultkit launch`).
+fn kill_9(pid: u32) {
+    assert!(StdCommand::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .unwrap()
+        .success());
 }
 
 fn wait_until(mut cond: impl FnMut() -> bool, what: &str) {
@@ -272,24 +306,11 @@ fn orphans_of_a_kill9_hold_the_gpus_until_launch_cleans_them_up() {
         port,
         &["--tensor-parallel-size", "4"],
     );
-    h.faultkit()
-        .arg("launch")
-        .arg("--state-dir")
-        .arg(h.state())
-        .args(&args)
-        .assert()
-        .code(0);
-    let rec = h.current_record();
-    let id = rec["id"].as_str().unwrap().to_string();
-    let api = rec["pid"].as_u64().unwrap();
+    let Launched { id, pid: api, .. } = h.launch_ready(&args);
     // The user's `kill -9` of the API server: engine core and workers stay, holding GPUs.
-    assert!(StdCommand::new("kill")
-        .args(["-9", &api.to_string()])
-        .status()
-        .unwrap()
-        .success());
+    kill_9(api);
     wait_until(
-        || !processes_of(&id).contains(&(api as u32)),
+        || !processes_of(&id).contains(&api),
         "the API server to die",
     );
     let orphans = processes_of(&id);
@@ -696,18 +717,8 @@ fn a_worker_killed_while_serving_brings_the_server_down_as_vllm_does() {
         port,
         &["--tensor-parallel-size", "2"],
     );
-    h.faultkit()
-        .arg("launch")
-        .arg("--state-dir")
-        .arg(h.state())
-        .args(&args)
-        .assert()
-        .code(0);
+    let Launched { id, pid: api, log } = h.launch_ready(&args);
     assert_eq!(health(port), Some(200));
-    let rec = h.current_record();
-    let id = rec["id"].as_str().unwrap().to_string();
-    let log = PathBuf::from(rec["log"].as_str().unwrap());
-    let api = rec["pid"].as_u64().unwrap();
     // A watcher of the ready server, which must answer once the server fails.
     let watcher = h
         .faultkit_std()
@@ -719,11 +730,7 @@ fn a_worker_killed_while_serving_brings_the_server_down_as_vllm_does() {
         .unwrap();
     // Nobody scripted this: the test kills a worker it started (through faultkit launch).
     let worker = process_titled(&id, "Worker_TP1").expect("worker rank 1 runs");
-    assert!(StdCommand::new("kill")
-        .args(["-9", &worker.to_string()])
-        .status()
-        .unwrap()
-        .success());
+    kill_9(worker);
     // The executor's monitor, the API server's engine monitor and its watchdog: the server
     // stops answering, then the whole tree is gone.
     wait_until(
@@ -760,22 +767,10 @@ fn a_worker_killed_while_serving_brings_the_server_down_as_vllm_does() {
 fn an_engine_core_killed_while_serving_fails_health_and_ends_the_server() {
     let h = Host::new("1xh100");
     let port = free_port();
-    h.faultkit()
-        .arg("launch")
-        .arg("--state-dir")
-        .arg(h.state())
-        .args(serve_args("meta-llama/Llama-3.1-8B-Instruct", port, &[]))
-        .assert()
-        .code(0);
-    let rec = h.current_record();
-    let id = rec["id"].as_str().unwrap().to_string();
-    let log = PathBuf::from(rec["log"].as_str().unwrap());
+    let Launched { id, log, .. } =
+        h.launch_ready(&serve_args("meta-llama/Llama-3.1-8B-Instruct", port, &[]));
     let engine = process_titled(&id, "EngineCore").expect("the engine core runs");
-    assert!(StdCommand::new("kill")
-        .args(["-9", &engine.to_string()])
-        .status()
-        .unwrap()
-        .success());
+    kill_9(engine);
     wait_until(|| processes_of(&id).is_empty(), "the API server to exit");
     assert_eq!(health(port), None);
     let text = std::fs::read_to_string(&log).unwrap();
@@ -795,14 +790,8 @@ fn an_engine_core_killed_while_serving_fails_health_and_ends_the_server() {
 fn preparing_a_fake_host_in_use_keeps_its_gpu_state_or_refuses() {
     let h = Host::new("1xh100");
     let port = free_port();
-    h.faultkit()
-        .arg("launch")
-        .arg("--state-dir")
-        .arg(h.state())
-        .args(serve_args("meta-llama/Llama-3.1-8B-Instruct", port, &[]))
-        .assert()
-        .code(0);
-    let api = h.current_record()["pid"].as_u64().unwrap();
+    let Launched { id, pid: api, .. } =
+        h.launch_ready(&serve_args("meta-llama/Llama-3.1-8B-Instruct", port, &[]));
     let held = || {
         let smi = StdCommand::new(h.path().join("bin/nvidia-smi"))
             .envs(h.envs())
@@ -832,5 +821,5 @@ fn preparing_a_fake_host_in_use_keeps_its_gpu_state_or_refuses() {
         .stderr(predicates::str::contains("is in use"))
         .stderr(predicates::str::contains("held by pid"));
     assert_eq!(health(port), Some(200));
-    assert!(processes_of(h.current_record()["id"].as_str().unwrap()).contains(&(api as u32)));
+    assert!(processes_of(&id).contains(&api));
 }
