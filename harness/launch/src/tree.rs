@@ -186,6 +186,20 @@ pub fn signal_leader(rec: &Record, sig: Signal) -> bool {
     Pid::from_raw(rec.pid as i32).is_some_and(|pid| kill_process(pid, sig).is_ok())
 }
 
+/// Sends `sig` to the live member of launch `rec` whose command line names `title`
+/// (`VLLM::Worker_TP1`, `VLLM::EngineCore_DP0`), re-checked as a member right before the signal
+/// (a test harness's `kill -9` of one process of its own launch). Returns the pid signalled.
+pub fn signal_member(rec: &Record, title: &str, sig: Signal) -> Option<u32> {
+    let p = members(rec)
+        .into_iter()
+        .find(|p| procfacts::cmdline(p.pid).contains(title))?;
+    if !still_member(rec, &p) {
+        return None;
+    }
+    let pid = Pid::from_raw(p.pid as i32)?;
+    kill_process(pid, sig).ok().map(|()| p.pid)
+}
+
 fn signal_all(rec: &Record, procs: &[ProcInfo], sig: Signal, sent: &mut Vec<u32>) {
     // The leader's group holds only processes of this launch: a process can join a group only
     // inside its own session, and the session is the launch's. One kill(2) reaches them all,

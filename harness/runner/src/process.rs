@@ -407,6 +407,16 @@ fn plain(
     }
     let v = r.verdict.ok_or("launch gave no verdict")?;
     let log = r.log.ok_or("launch gave no log")?;
+    if r.outcome == Outcome::Ready {
+        if let Some((process, signal)) = s.fault(|f| match f {
+            Fault::Signal { process, signal } => Some((process.clone(), *signal)),
+            _ => None,
+        }) {
+            // The situation's outside signal, sent by this runner to its own launch; the fake
+            // server was not told and must react as vLLM does.
+            send_signal(host, r.id.as_deref(), &process, signal, extra)?;
+        }
+    }
     if r.outcome == Outcome::Ready && truth.status != "ready" {
         let stop = AtomicBool::new(false);
         let v = launch::follow(
@@ -420,6 +430,33 @@ fn plain(
         return Ok((v, log));
     }
     Ok((v, log))
+}
+
+/// Sends `signal` to the process of launch `id` that the scenario names (`Worker_TP1`,
+/// `EngineCore_DP0`: its process title); a launch without that process is a mismatch.
+fn send_signal(
+    host: &Host,
+    id: Option<&str>,
+    process: &str,
+    signal: generator::scenario::Signal,
+    extra: &mut Vec<Mismatch>,
+) -> Result<(), String> {
+    let id = id.ok_or("a ready launch without an id")?;
+    let rec = host
+        .state
+        .load(id)
+        .map_err(|e| io_err("reading the launch record", e))?;
+    let sig = rustix::process::Signal::from_named_raw(signal.number())
+        .ok_or_else(|| format!("signal {} has no name", signal.number()))?;
+    if tree::signal_member(&rec, process, sig).is_none() {
+        extra.push(Mismatch {
+            field: "signal_target".into(),
+            expected: format!("a live {process} of launch {id}"),
+            actual: "none".into(),
+            against: "scenario",
+        });
+    }
+    Ok(())
 }
 
 /// Registers this runner as a GPU user holding `gib` on every GPU (another job on the host).

@@ -749,6 +749,14 @@ impl Deployment {
                         at: *at,
                     })
                 }
+                // A signal from outside the ready server: vLLM reacts as to any death.
+                Fault::Signal { process, signal } if self.process_fault_applies(process) => {
+                    return Some(Failure::Killed {
+                        process: process.clone(),
+                        signal: *signal,
+                        at: Phase::Serving,
+                    })
+                }
                 Fault::Hang { process, at }
                     if self.process_fault_applies(process)
                         && !crate::script::names_engine_core(process) =>

@@ -349,6 +349,27 @@ const ROWS: &[Row] = &[
         )],
     },
     Row {
+        name: "scenario whose outside signal names a phase",
+        make: |d| {
+            write(
+                d,
+                "bad.toml",
+                scenario_text(
+                    "\"0.15.1\"",
+                    2,
+                    "[[faults]]\nkind = \"signal\"\nprocess = \"Worker_TP1\"\nat = \"load_weights\"\n",
+                    "",
+                )
+                .as_bytes(),
+            )
+        },
+        args: &["simulate", "{in}"],
+        code: 64,
+        expect: &[Expect::Stderr(
+            "fault `signal` is sent to a ready server: it takes no `at`",
+        )],
+    },
+    Row {
         name: "simulate with a vLLM release the simulator does not know",
         make: |d| Input::at(d.to_path_buf()),
         args: &[

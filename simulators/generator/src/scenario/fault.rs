@@ -29,6 +29,13 @@ pub enum Fault {
         signal: Signal,
         at: Phase,
     },
+    /// Someone outside vLLM (a user, the OOM killer, a watchdog) sends `signal` to `process` of
+    /// the ready server. The simulator writes vLLM's reaction as for `Kill` while serving; the
+    /// process runner sends the signal itself and the fake server reacts unscripted.
+    Signal {
+        process: String,
+        signal: Signal,
+    },
     Hang {
         process: String,
         at: Phase,
@@ -91,6 +98,7 @@ impl Fault {
                 | Fault::ShmLeftover
                 | Fault::HostKill { .. }
                 | Fault::HostRestart
+                | Fault::Signal { .. }
         )
     }
 
@@ -275,7 +283,8 @@ pub(super) fn parse_fault(
             )
         })
     };
-    Ok(match r.kind.get_ref().as_str() {
+    let kind = r.kind.get_ref().as_str();
+    Ok(match kind {
         "relaunch_into_same_log" => {
             let after = match r.after.as_ref().map(|a| a.get_ref().as_str()) {
                 None | Some("crash") => RelaunchAfter::Crash,
@@ -300,7 +309,7 @@ pub(super) fn parse_fault(
         },
         "partial_last_line" => Fault::PartialLastLine,
         "rotate" => Fault::Rotate,
-        "kill" => {
+        "kill" | "signal" => {
             let signal = match r.signal.as_ref().map(|s| s.get_ref().as_str()) {
                 None | Some("SIGKILL") | Some("KILL") | Some("9") => Signal::Kill,
                 Some("SIGTERM") | Some("TERM") | Some("15") => Signal::Term,
@@ -313,10 +322,21 @@ pub(super) fn parse_fault(
                     ))
                 }
             };
-            Fault::Kill {
-                process: need(&r.process, "process")?,
-                signal,
-                at: phase(&r.at)?,
+            let process = need(&r.process, "process")?;
+            if kind == "signal" {
+                if let Some(at) = &r.at {
+                    return Err(loc.at(
+                        at.span(),
+                        "fault `signal` is sent to a ready server: it takes no `at`",
+                    ));
+                }
+                Fault::Signal { process, signal }
+            } else {
+                Fault::Kill {
+                    process,
+                    signal,
+                    at: phase(&r.at)?,
+                }
             }
         }
         "hang" => Fault::Hang {
@@ -343,7 +363,7 @@ pub(super) fn parse_fault(
             return Err(loc.at(
                 r.kind.span(),
                 format!(
-                    "unknown fault kind `{other}` (known: relaunch_into_same_log, truncate_while_writing, partial_last_line, rotate, kill, hang, orphan_workers, hold_gpu_memory, shm_leftover, node_loss, earlier_launches, host_kill, host_restart)"
+                    "unknown fault kind `{other}` (known: relaunch_into_same_log, truncate_while_writing, partial_last_line, rotate, kill, signal, hang, orphan_workers, hold_gpu_memory, shm_leftover, node_loss, earlier_launches, host_kill, host_restart)"
                 ),
             ))
         }
