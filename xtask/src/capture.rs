@@ -313,12 +313,16 @@ fn capture_one(s: &Scenario, venv: &Path, cwd: &Path, log: &Path) -> Result<Stri
         Fault::TruncateWhileWriting { new_command, .. } => Some(new_command.clone()),
         _ => None,
     });
+    // The log as the fixture directory names it (its file name), not where this machine keeps it.
+    let shown_log = log
+        .file_name()
+        .map_or_else(|| "vllm.log".into(), |n| n.to_string_lossy().into_owned());
     match truncate {
         None => {
             cmd.push_str(&format!(
                 "env -i {show_env} {} > {} 2>&1\n",
                 quoted(&argv),
-                log.display()
+                shown_log
             ));
             finish(start(&argv, &env, cwd, log, true)?)?;
         }
@@ -328,9 +332,9 @@ fn capture_one(s: &Scenario, venv: &Path, cwd: &Path, log: &Path) -> Result<Stri
             cmd.push_str(&format!(
                 "env -i {show_env} {} > {} 2>&1 &\nsleep {RELAUNCH_AFTER_S}\nenv -i {show_env} {} > {} 2>&1\nwait\n",
                 quoted(&argv),
-                log.display(),
+                shown_log,
                 quoted(&second),
-                log.display()
+                shown_log
             ));
             let first = start(&argv, &env, cwd, log, true)?;
             std::thread::sleep(Duration::from_secs(RELAUNCH_AFTER_S));
@@ -346,6 +350,15 @@ fn capture_one(s: &Scenario, venv: &Path, cwd: &Path, log: &Path) -> Result<Stri
 fn rewrite_paths(log: &Path) -> Result<()> {
     let mut b = fs::read(log)?;
     let mut pairs: Vec<(String, String)> = vec![(LINK.into(), STAND_IN.into())];
+    // Some modules (torch's own logger) print the link's resolved target: its stand-in is padded
+    // with slashes to the same length, which names the same place (POSIX folds repeated '/').
+    if let Ok(real) = fs::canonicalize(LINK) {
+        let real = real.display().to_string();
+        if real.len() >= STAND_IN.len() && real != LINK {
+            let padded = format!("{STAND_IN}{}", "/".repeat(real.len() - STAND_IN.len()));
+            pairs.push((real, padded));
+        }
+    }
     if let Ok(home) = std::env::var("HOME") {
         let from = format!("{home}/.pyenv");
         if from.len() == "/home/.pyenv".len() {

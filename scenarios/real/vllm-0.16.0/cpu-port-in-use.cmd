@@ -2,4 +2,4 @@
 # plugin: installed
 cd /srv/vllm/run
 # ports held by another process: [8011]
-env -i HOME=/root LANG=C.UTF-8 PATH=/srv/vllm/venv-0.16.0/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin VIRTUAL_ENV=/srv/vllm/venv-0.16.0 HF_HOME=/srv/vllm/hf_home HF_HUB_OFFLINE=1 vllm serve /srv/vllm/models/tiny-llama --port 8011 > /work/main/scenarios/real/vllm-0.16.0/cpu-port-in-use.log 2>&1
+env -i HOME=/root LANG=C.UTF-8 PATH=/srv/vllm/venv-0.16.0/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin VIRTUAL_ENV=/srv/vllm/venv-0.16.0 HF_HOME=/srv/vllm/hf_home HF_HUB_OFFLINE=1 vllm serve /srv/vllm/models/tiny-llama --port 8011 > cpu-port-in-use.log 2>&1
