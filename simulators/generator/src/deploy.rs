@@ -383,10 +383,8 @@ impl Deployment {
             ray: args.distributed_executor_backend.as_deref() == Some("ray")
                 && profile.engine == Engine::V1,
             ray_fallback: false,
-            visible_gpus: visible_gpus(
-                s.gpu_count / s.host.nodes.max(1),
-                s.env.get("CUDA_VISIBLE_DEVICES").map(String::as_str),
-            ),
+            // Set below, from the machine's GPUs.
+            visible_gpus: 0,
             nodes: s.host.nodes.max(1),
             downcast,
             host: s.host.clone(),
@@ -402,15 +400,24 @@ impl Deployment {
         };
         // Before 0.12, a world larger than the machine with no backend named makes vLLM pick Ray
         // (installed with the CUDA wheel); from 0.12 `ParallelConfig` refuses instead.
-        d.ray_fallback = d.platform == Platform::Cuda
-            && args.distributed_executor_backend.is_none()
-            && d.world > d.visible_gpus
-            && !version.has(Switch::WorldSizeCheckedAgainstGpus);
+        d.visible_gpus = visible_gpus(
+            d.gpus_per_node(),
+            s.env.get("CUDA_VISIBLE_DEVICES").map(String::as_str),
+        );
+        d.ray_fallback = d.outgrows_machine() && !version.has(Switch::WorldSizeCheckedAgainstGpus);
         if d.ray_fallback && d.profile.engine == Engine::V1 {
             d.ray = true;
         }
         d.failure = d.first_failure(s, derived_max);
         d
+    }
+
+    /// No executor backend named and more ranks than the CUDA GPUs this machine shows: vLLM
+    /// refuses (0.12+) or turns to Ray (before).
+    fn outgrows_machine(&self) -> bool {
+        self.platform == Platform::Cuda
+            && self.args.distributed_executor_backend.is_none()
+            && self.world > self.visible_gpus
     }
 
     /// GPUs the Ray cluster offers: this machine's visible ones and every other node's.
@@ -516,11 +523,7 @@ impl Deployment {
             }
         }
         // `ParallelConfig` (built after the model and cache configs, before `VllmConfig`).
-        if self.platform == Platform::Cuda
-            && args.distributed_executor_backend.is_none()
-            && self.world > self.visible_gpus
-            && self.version.has(Switch::WorldSizeCheckedAgainstGpus)
-        {
+        if self.outgrows_machine() && self.version.has(Switch::WorldSizeCheckedAgainstGpus) {
             return Some(Failure::WorldExceedsGpus {
                 world: self.world,
                 gpus: self.visible_gpus,
