@@ -282,11 +282,16 @@ impl Runtime {
         // Up: serve (the HTTP thread) until told to stop, or until a child dies that nobody
         // told to (a `kill -9`, a crash): then react as vLLM does.
         loop {
-            if let Some((child, signal)) = self.child_died() {
-                return self.react_to_death(&child, signal);
-            }
+            // A stop first: `faultkit stop` and Ctrl-C signal the whole group, and children that
+            // finish their stop lines sooner are no deaths to react to.
             if self.stop_requested() {
                 return self.shut_down(true);
+            }
+            if let Some((child, signal)) = self.child_died() {
+                if self.stop_requested() {
+                    return self.shut_down(true);
+                }
+                return self.react_to_death(&child, signal);
             }
             std::thread::sleep(Duration::from_millis(POLL_MS));
         }

@@ -412,11 +412,12 @@ impl Deployment {
         d
     }
 
-    /// No executor backend named and more ranks than the CUDA GPUs this machine shows: vLLM
-    /// refuses (0.12+) or turns to Ray (before).
+    /// No executor backend named and more ranks (two or more: vLLM checks only then) than the
+    /// CUDA GPUs this machine shows: vLLM refuses (0.12+) or turns to Ray (before).
     fn outgrows_machine(&self) -> bool {
         self.platform == Platform::Cuda
             && self.args.distributed_executor_backend.is_none()
+            && self.world > 1
             && self.world > self.visible_gpus
     }
 

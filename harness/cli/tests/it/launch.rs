@@ -709,6 +709,34 @@ fn process_titled(id: &str, name: &str) -> Option<u32> {
 }
 
 #[test]
+fn a_stopped_multi_rank_launch_logs_no_death() {
+    // `faultkit stop` signals the whole group: workers that finish first are no deaths.
+    for _ in 0..4 {
+        let h = Host::new("2xh100");
+        let port = free_port();
+        let Launched { id, log, .. } = h.launch_ready(&serve_args(
+            "meta-llama/Llama-3.1-8B-Instruct",
+            port,
+            &["--tensor-parallel-size", "2"],
+        ));
+        h.faultkit()
+            .args(["stop", "--state-dir"])
+            .arg(h.state())
+            .assert()
+            .code(0);
+        assert!(processes_of(&id).is_empty());
+        let text = std::fs::read_to_string(&log).unwrap();
+        assert!(!text.contains("died unexpectedly"), "{text}");
+        h.faultkit()
+            .arg("triage")
+            .arg(&log)
+            .assert()
+            .code(0)
+            .stdout(predicates::str::contains("stopped"));
+    }
+}
+
+#[test]
 fn a_worker_killed_while_serving_brings_the_server_down_as_vllm_does() {
     let h = Host::new("2xh100");
     let port = free_port();
