@@ -4,7 +4,8 @@
 //! **Architecture invariant:** a process is signalled only if it is alive, carries the launch's
 //! id in its environment (`FAULTKIT_LAUNCH_ID`, inherited by every process the server starts)
 //! and started no earlier than the launch's leader. A pid alone is never trusted: it may have
-//! been reused. Names are never used at all.
+//! been reused. A name never selects a process by itself: [`signal_member`] only picks, by its
+//! exact vLLM title, among processes that already pass these checks.
 //!
 //! Main functions: [`spawn`], [`members`], [`stop`].
 
@@ -186,13 +187,23 @@ pub fn signal_leader(rec: &Record, sig: Signal) -> bool {
     Pid::from_raw(rec.pid as i32).is_some_and(|pid| kill_process(pid, sig).is_ok())
 }
 
-/// Sends `sig` to the live member of launch `rec` whose command line names `title`
-/// (`VLLM::Worker_TP1`, `VLLM::EngineCore_DP0`), re-checked as a member right before the signal
-/// (a test harness's `kill -9` of one process of its own launch). Returns the pid signalled.
-pub fn signal_member(rec: &Record, title: &str, sig: Signal) -> Option<u32> {
+/// Whether `cmdline` is that of vLLM's process `name` (`Worker_TP1`, `EngineCore_DP0`): vLLM
+/// titles it `VLLM::NAME`, exactly (so `Worker_TP1` is not `Worker_TP10`).
+pub fn has_title(cmdline: &str, name: &str) -> bool {
+    cmdline
+        .split(' ')
+        .next()
+        .and_then(|a| a.strip_prefix("VLLM::"))
+        == Some(name)
+}
+
+/// Sends `sig` to the live member of launch `rec` that vLLM titles `name` ([`has_title`]),
+/// re-checked as a member right before the signal (a test harness's `kill -9` of one process of
+/// its own launch). Returns the pid signalled.
+pub fn signal_member(rec: &Record, name: &str, sig: Signal) -> Option<u32> {
     let p = members(rec)
         .into_iter()
-        .find(|p| procfacts::cmdline(p.pid).contains(title))?;
+        .find(|p| has_title(&procfacts::cmdline(p.pid), name))?;
     if !still_member(rec, &p) {
         return None;
     }

@@ -559,32 +559,38 @@ impl FakeHost {
         gpu: &str,
         count: u32,
     ) -> std::io::Result<FakeHost> {
+        // A host in use keeps its GPU state (servers started on it still hold their memory) and
+        // its shims; other GPUs are refused before anything is touched.
+        let state = dir.join("gpus.json");
+        let in_use = match gpu::GpuState::load(&state) {
+            Ok(old) => {
+                let live: Vec<u32> = old.live_users().iter().map(|u| u.pid).collect();
+                let other_gpus = old.model != gpu || old.count != count;
+                if !live.is_empty() && other_gpus {
+                    return Err(std::io::Error::other(HostInUse {
+                        dir: dir.to_path_buf(),
+                        gpus: format!("{}x{}", old.count, old.model),
+                        pids: live,
+                    }));
+                }
+                !live.is_empty()
+            }
+            Err(_) => false,
+        };
         let bin = dir.join("bin");
         std::fs::create_dir_all(&bin)?;
         for name in ["vllm", "python3", "python", "nvidia-smi"] {
             let link = bin.join(name);
+            if in_use && std::fs::read_link(&link).is_ok_and(|t| t == fake_vllm) {
+                continue;
+            }
             let _ = std::fs::remove_file(&link);
             std::os::unix::fs::symlink(fake_vllm, &link)?;
         }
         std::fs::create_dir_all(dir.join("models"))?;
-        let state = dir.join("gpus.json");
-        // A host in use keeps its GPU state: servers started on it still hold their memory.
-        if let Ok(old) = gpu::GpuState::load(&state) {
-            let live: Vec<u32> = old.live_users().iter().map(|u| u.pid).collect();
-            if !live.is_empty() {
-                if old.model == gpu && old.count == count {
-                    return Ok(FakeHost {
-                        dir: dir.to_path_buf(),
-                    });
-                }
-                return Err(std::io::Error::other(HostInUse {
-                    dir: dir.to_path_buf(),
-                    gpus: format!("{}x{}", old.count, old.model),
-                    pids: live,
-                }));
-            }
+        if !in_use {
+            gpu::GpuState::new(gpu, count).store(&state)?;
         }
-        gpu::GpuState::new(gpu, count).store(&state)?;
         Ok(FakeHost {
             dir: dir.to_path_buf(),
         })

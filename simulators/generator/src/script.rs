@@ -2472,9 +2472,7 @@ fn serve_traffic(b: &mut Builder<'_>, serve_ms: u64) {
 fn shutdown(b: &mut Builder<'_>, workers: &[usize], uniproc: bool) {
     b.advance_ms(API, 1000, 5000);
     b.log(API, "shutting_down_http", &[]);
-    b.stream(API, "INFO:     Shutting down\n".into());
-    b.stream(API, "INFO:     Waiting for application shutdown.\n".into());
-    b.stream(API, "INFO:     Application shutdown complete.\n".into());
+    uvicorn_shutdown(b);
     if !uniproc {
         let t = b.now(API);
         for &w in workers {
@@ -2541,6 +2539,17 @@ fn ray_startup(b: &mut Builder<'_>, eng: usize, rng: &mut Rng) -> Vec<String> {
         }
     }
     ips
+}
+
+/// uvicorn's lines when the server ends (a stop, or the launcher's watchdog after the engine died).
+fn uvicorn_shutdown(b: &mut Builder<'_>) {
+    for line in [
+        "INFO:     Shutting down",
+        "INFO:     Waiting for application shutdown.",
+        "INFO:     Application shutdown complete.",
+    ] {
+        b.stream(API, format!("{line}\n"));
+    }
 }
 
 /// A line of Ray's own logger in the driver (`ray.init`): its timestamp, a tab, `worker.py:LINE`.
@@ -2630,9 +2639,8 @@ fn ray_node_loss(b: &mut Builder<'_>, workers: &[usize], eng: usize, node: u32, 
     let tb = Traceback::new(exc).with(p, "engine_ray_step");
     b.log_exception(eng, "engine_fatal", &tb, false);
     b.log(eng, "ray_shutdown", &[]);
-    b.set_time(API, b.now(eng).plus_ms(b.rng.range(5, 80)));
-    let api = Traceback::new(p.error("engine_dead").to_string()).with(p, "api_output_handler");
-    b.log_exception(API, "output_handler_failed", &api, false);
+    b.set_time(API, b.now(eng));
+    api_engine_dead(b);
 }
 
 fn rank_of(b: &Builder<'_>, workers: &[usize], process: &str) -> usize {
@@ -2692,9 +2700,7 @@ fn api_engine_dead(b: &mut Builder<'_>) {
         b.log_exception(API, "output_handler_failed", &api, false);
     }
     b.advance_ms(API, 200, 5000);
-    b.stream(API, "INFO:     Shutting down\n".into());
-    b.stream(API, "INFO:     Waiting for application shutdown.\n".into());
-    b.stream(API, "INFO:     Application shutdown complete.\n".into());
+    uvicorn_shutdown(b);
 }
 
 fn watchdog_timeouts(
@@ -3102,9 +3108,7 @@ fn v0_launch(mut b: Builder<'_>, ending: Ending) -> LaunchLog {
     serve_traffic(&mut b, serve_ms);
     if let Ending::StopAfter { .. } = ending {
         b.advance_ms(API, 1000, 3000);
-        b.stream(API, "INFO:     Shutting down\n".into());
-        b.stream(API, "INFO:     Waiting for application shutdown.\n".into());
-        b.stream(API, "INFO:     Application shutdown complete.\n".into());
+        uvicorn_shutdown(&mut b);
         status = LaunchStatus::Stopped;
     }
     b.finish(status, traffic_from)

@@ -88,6 +88,19 @@ impl Host {
         .unwrap()
     }
 
+    /// `faultkit triage LOG` must exit `code` and print every one of `says`.
+    fn triage_says(&self, log: &Path, code: i32, says: &[&str]) {
+        let out = self.faultkit().arg("triage").arg(log).assert().code(code);
+        let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+        for s in says {
+            assert!(
+                stdout.contains(s),
+                "triage of {} lacks {s:?}:\n{stdout}",
+                log.display()
+            );
+        }
+    }
+
     /// `faultkit launch ARGS`, which must report ready: the launch's id, server pid and log.
     fn launch_ready(&self, args: &[String]) -> Launched {
         self.faultkit()
@@ -340,12 +353,7 @@ fn orphans_of_a_kill9_hold_the_gpus_until_launch_cleans_them_up() {
         .status()
         .unwrap();
     assert_eq!(status.code(), Some(1));
-    h.faultkit()
-        .arg("triage")
-        .arg(&log)
-        .assert()
-        .code(1)
-        .stdout(predicates::str::contains("gpu_memory_already_in_use"));
+    h.triage_says(&log, 1, &["gpu_memory_already_in_use"]);
 
     // faultkit launch stops the orphans first (they are its own), then starts.
     h.faultkit()
@@ -701,11 +709,11 @@ fn a_recorded_pid_now_held_by_an_unrelated_process_is_never_signalled() {
     other.wait().unwrap();
 }
 
-/// The live process of launch `id` whose process title names `name` (`VLLM::Worker_TP1`, …).
+/// The live process of launch `id` that vLLM titles `name` (`Worker_TP1`, `EngineCore_DP0`).
 fn process_titled(id: &str, name: &str) -> Option<u32> {
     processes_of(id)
         .into_iter()
-        .find(|&p| procfacts::cmdline(p).contains(name))
+        .find(|&p| launch::tree::has_title(&procfacts::cmdline(p), name))
 }
 
 #[test]
@@ -727,12 +735,7 @@ fn a_stopped_multi_rank_launch_logs_no_death() {
         assert!(processes_of(&id).is_empty());
         let text = std::fs::read_to_string(&log).unwrap();
         assert!(!text.contains("died unexpectedly"), "{text}");
-        h.faultkit()
-            .arg("triage")
-            .arg(&log)
-            .assert()
-            .code(0)
-            .stdout(predicates::str::contains("stopped"));
+        h.triage_says(&log, 0, &["stopped"]);
     }
 }
 
@@ -775,13 +778,11 @@ fn a_worker_killed_while_serving_brings_the_server_down_as_vllm_does() {
     ] {
         assert!(text.contains(line), "{line:?} missing from\n{text}");
     }
-    h.faultkit()
-        .arg("triage")
-        .arg(&log)
-        .assert()
-        .code(1)
-        .stdout(predicates::str::contains("worker_killed_by_signal"))
-        .stdout(predicates::str::contains("VllmWorker-1 died unexpectedly"));
+    h.triage_says(
+        &log,
+        1,
+        &["worker_killed_by_signal", "VllmWorker-1 died unexpectedly"],
+    );
     let answer = watcher.wait_with_output().unwrap();
     assert_eq!(
         answer.status.code(),
@@ -797,7 +798,7 @@ fn an_engine_core_killed_while_serving_fails_health_and_ends_the_server() {
     let port = free_port();
     let Launched { id, log, .. } =
         h.launch_ready(&serve_args("meta-llama/Llama-3.1-8B-Instruct", port, &[]));
-    let engine = process_titled(&id, "EngineCore").expect("the engine core runs");
+    let engine = process_titled(&id, "EngineCore_DP0").expect("the engine core runs");
     kill_9(engine);
     wait_until(|| processes_of(&id).is_empty(), "the API server to exit");
     assert_eq!(health(port), None);
@@ -806,12 +807,7 @@ fn an_engine_core_killed_while_serving_fails_health_and_ends_the_server() {
         text.contains("Engine core proc EngineCore_DP0 died unexpectedly, shutting down client."),
         "{text}"
     );
-    h.faultkit()
-        .arg("triage")
-        .arg(&log)
-        .assert()
-        .code(1)
-        .stdout(predicates::str::contains("worker_killed_by_signal"));
+    h.triage_says(&log, 1, &["worker_killed_by_signal"]);
 }
 
 #[test]
