@@ -50,6 +50,21 @@ impl SimTime {
         )
     }
 
+    /// The stamp of torch's own Python logger after the severity letter, glog style with
+    /// millisecond resolution: `1203 09:52:02.112000`.
+    pub fn torch_log_stamp(self) -> String {
+        let c = self.parts();
+        format!(
+            "{:02}{:02} {:02}:{:02}:{:02}.{:03}000",
+            c.month,
+            c.day,
+            c.hour,
+            c.minute,
+            c.second,
+            self.0 % 1_000_000 / 1000
+        )
+    }
+
     /// glog stamp after the severity letter: `1129 22:01:09.739000`.
     pub fn glog_stamp(self) -> String {
         let c = self.parts();

@@ -26,6 +26,11 @@ pub enum Failure {
         requested: u64,
         derived: u64,
     },
+    /// `CacheConfig` refuses an unknown `--kv-cache-dtype` (releases that no longer leave the
+    /// check to argparse).
+    KvCacheDtypeInvalid {
+        value: String,
+    },
     TpHeads {
         heads: u64,
     },
@@ -125,7 +130,9 @@ impl Failure {
             Failure::ModelPathMissing => "model_path_not_found",
             Failure::TrustRemoteCode => "trust_remote_code_required",
             Failure::UnsupportedArch => "unsupported_model_arch",
-            Failure::MaxLenExceeds { .. } => "config_validation_error",
+            Failure::MaxLenExceeds { .. } | Failure::KvCacheDtypeInvalid { .. } => {
+                "config_validation_error"
+            }
             Failure::TpHeads { .. } => "tp_size_invalid_for_model",
             Failure::WorldExceedsGpus { .. } => "world_size_exceeds_local_gpus",
             Failure::RayPlacement { .. } => "ray_insufficient_gpus",
@@ -185,6 +192,8 @@ pub enum CpuOp {
     ShmManager,
     /// `torch.ops._C.silu_and_mul`: the first CPU kernel a Llama model builds.
     SiluAndMul,
+    /// `torch.ops._C.init_cpu_memory_env`: the CPU worker's constructor (0.33).
+    MemoryEnv,
 }
 
 impl CpuOp {
@@ -194,6 +203,7 @@ impl CpuOp {
             CpuOp::ThreadsEnv => ("_C_utils", "init_cpu_threads_env"),
             CpuOp::ShmManager => ("_C", "init_shm_manager"),
             CpuOp::SiluAndMul => ("_C", "silu_and_mul"),
+            CpuOp::MemoryEnv => ("_C", "init_cpu_memory_env"),
         }
     }
 
@@ -450,6 +460,19 @@ impl Deployment {
         let v0 = self.profile.engine == Engine::V0;
         let world = self.world;
         let bind = self.cpu_threads_bind.as_str();
+        if self.version.has(Switch::CpuOmpBoundByExecutor) {
+            // The executor plans the OpenMP binding before it starts any worker; each worker's
+            // constructor then sets up its memory node.
+            if bind == "auto" && self.host.numa_nodes < world {
+                return Some(Failure::CpuNumaBind {
+                    world,
+                    nodes: self.host.numa_nodes,
+                });
+            }
+            return Some(Failure::CpuMissingOps {
+                op: CpuOp::MemoryEnv,
+            });
+        }
         // init_device: thread binding, then the distributed environment.
         if bind == "auto" {
             if self.host.numa_nodes < world {
@@ -487,9 +510,18 @@ impl Deployment {
 
     fn first_failure(&mut self, s: &Scenario, derived_max: u64) -> Option<Failure> {
         let args = self.args.clone();
-        if let Some(p) = &args.problem {
-            return Some(Failure::Cli(p.clone()));
-        }
+        // An unknown `--kv-cache-dtype` reaches `CacheConfig` in releases whose argparse no
+        // longer lists the choices.
+        let kv_dtype_in_config = match &args.problem {
+            Some(CliProblem::InvalidChoice { flag, value, .. })
+                if flag == "--kv-cache-dtype"
+                    && self.version.has(Switch::KvDtypeCheckedByCacheConfig) =>
+            {
+                Some(value.clone())
+            }
+            Some(p) => return Some(Failure::Cli(p.clone())),
+            None => None,
+        };
         match self.platform {
             Platform::CpuNoPlugin => return Some(Failure::NoPlatform),
             Platform::CpuPlugin | Platform::Cuda => {}
@@ -522,6 +554,9 @@ impl Deployment {
                     derived: derived_max,
                 });
             }
+        }
+        if let Some(value) = kv_dtype_in_config {
+            return Some(Failure::KvCacheDtypeInvalid { value });
         }
         // `ParallelConfig` (built after the model and cache configs, before `VllmConfig`).
         if self.outgrows_machine() && self.version.has(Switch::WorldSizeCheckedAgainstGpus) {

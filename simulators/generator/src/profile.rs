@@ -168,6 +168,23 @@ pub struct Profile {
     pub triton_on_worker_import: bool,
     /// `--kv-cache-dtype` choices as argparse lists them.
     pub kv_cache_dtypes: Vec<String>,
+    /// Whether lines written to `sys.stdout`/`sys.stderr` (uncaught tracebacks, prints) carry
+    /// the process prefix: `decorate_logs` patched the streams up to 0.18; from 0.33 only
+    /// logging records are prefixed.
+    pub stream_prefixed: bool,
+    /// Whether the API server configures logging only once its arguments are parsed (0.33):
+    /// records before that go through Python's last-resort handler (WARNING and above, the
+    /// bare message; INFO is lost).
+    pub logging_from_args: bool,
+    /// Warnings torch's own logger prints (glog style, `W1203 09:52:02.112000 PID PATH:LINE] …`)
+    /// while a process imports vLLM: `PATH:LINE] TEXT`, PATH relative to site-packages.
+    pub torch_import_warnings: Vec<String>,
+    /// A worker's prefix before it decorates itself with its parallel ranks, where the release
+    /// prefixes early records (`Worker`; 0.33: the multiprocessing name `VllmWorker-${rank}`).
+    pub worker_early_name: String,
+    /// Python warnings (raw stderr, `${site}` allowed) a CPU worker prints as it patches
+    /// Triton kernels with their CPU fallbacks (0.33).
+    pub cpu_worker_warnings: Vec<String>,
     pub msg: BTreeMap<String, MsgSpec>,
     pub error: BTreeMap<String, String>,
     pub stack: BTreeMap<String, Vec<Frame>>,
@@ -382,6 +399,11 @@ struct RawProfile {
     cpu_threads_bind_default: Option<String>,
     triton_on_worker_import: Option<bool>,
     kv_cache_dtypes: Option<Vec<String>>,
+    stream_prefixed: Option<bool>,
+    logging_from_args: Option<bool>,
+    torch_import_warnings: Option<Vec<String>>,
+    worker_early_name: Option<String>,
+    cpu_worker_warnings: Option<Vec<String>>,
     #[serde(default)]
     msg: BTreeMap<String, MsgSpec>,
     /// Messages a release no longer (or not yet) prints.
@@ -570,6 +592,29 @@ fn resolve(name: &str, raw: &RawProfile, all: &[(String, RawProfile)]) -> Profil
                     .map(|s| s.to_string())
                     .collect()
             }),
+        stream_prefixed: raw
+            .stream_prefixed
+            .or(base.as_ref().map(|b| b.stream_prefixed))
+            .unwrap_or(true),
+        logging_from_args: raw
+            .logging_from_args
+            .or(base.as_ref().map(|b| b.logging_from_args))
+            .unwrap_or(false),
+        torch_import_warnings: raw
+            .torch_import_warnings
+            .clone()
+            .or_else(|| base.as_ref().map(|b| b.torch_import_warnings.clone()))
+            .unwrap_or_default(),
+        worker_early_name: raw
+            .worker_early_name
+            .clone()
+            .or_else(|| base.as_ref().map(|b| b.worker_early_name.clone()))
+            .unwrap_or_else(|| "Worker".into()),
+        cpu_worker_warnings: raw
+            .cpu_worker_warnings
+            .clone()
+            .or_else(|| base.as_ref().map(|b| b.cpu_worker_warnings.clone()))
+            .unwrap_or_default(),
         msg,
         error,
         stack,

@@ -31,11 +31,14 @@ pub enum Switch {
     WorldSizeCheckedAgainstGpus,
     WorldSizeErrorNamesBackends,
     RayPgTimeoutCountsGpus,
+    KvDtypeCheckedByCacheConfig,
+    CpuMpExecutorAtWorldOne,
+    CpuOmpBoundByExecutor,
 }
 
 impl Switch {
     /// Every switch, in file order.
-    pub const ALL: [Switch; 21] = [
+    pub const ALL: [Switch; 24] = [
         Switch::PortBoundBeforeEngine,
         Switch::ServeUsageOptionalModel,
         Switch::V0NamespaceArgs,
@@ -57,6 +60,9 @@ impl Switch {
         Switch::WorldSizeCheckedAgainstGpus,
         Switch::WorldSizeErrorNamesBackends,
         Switch::RayPgTimeoutCountsGpus,
+        Switch::KvDtypeCheckedByCacheConfig,
+        Switch::CpuMpExecutorAtWorldOne,
+        Switch::CpuOmpBoundByExecutor,
     ];
 
     /// The switch's key in `data/switches.toml`.
@@ -83,6 +89,9 @@ impl Switch {
             Switch::WorldSizeCheckedAgainstGpus => "world_size_checked_against_gpus",
             Switch::WorldSizeErrorNamesBackends => "world_size_error_names_backends",
             Switch::RayPgTimeoutCountsGpus => "ray_pg_timeout_counts_gpus",
+            Switch::KvDtypeCheckedByCacheConfig => "kv_cache_dtype_checked_by_cache_config",
+            Switch::CpuMpExecutorAtWorldOne => "cpu_mp_executor_at_world_one",
+            Switch::CpuOmpBoundByExecutor => "cpu_omp_bound_by_executor",
         }
     }
 

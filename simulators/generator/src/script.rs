@@ -311,10 +311,13 @@ impl<'a> Builder<'a> {
 
     fn push(&mut self, proc: usize, body: Body, mark: Option<usize>) -> usize {
         let t = self.clocks[proc];
+        // Releases that prefix only logging records write stream text bare.
+        let prefixed =
+            self.prefixed[proc] && (self.p.stream_prefixed || !matches!(body, Body::Stream(_)));
         self.events.push(Event {
             t,
             proc,
-            prefixed: self.prefixed[proc],
+            prefixed,
             body,
             mark,
         });
@@ -342,6 +345,36 @@ impl<'a> Builder<'a> {
             },
             None,
         ))
+    }
+
+    /// A record logged before logging is configured: Python's last-resort handler writes the
+    /// bare message of a WARNING or worse to stderr and drops the rest.
+    fn log_unconfigured(
+        &mut self,
+        proc: usize,
+        id: &str,
+        extra: &[(&str, String)],
+    ) -> Option<usize> {
+        let spec = self.p.msg(id)?.clone();
+        if !matches!(spec.level.as_str(), "WARNING" | "ERROR" | "CRITICAL") {
+            return None;
+        }
+        let text = self.fill(&spec.text, extra);
+        let pre = std::mem::replace(&mut self.prefixed[proc], false);
+        let idx = self.push(proc, Body::Stream(format!("{text}\n")), None);
+        self.prefixed[proc] = pre;
+        Some(idx)
+    }
+
+    /// torch's own warnings while a process imports vLLM, in glog style
+    /// (`W1203 09:52:02.112000 PID PATH:LINE] TEXT`): never prefixed.
+    fn torch_import_warnings(&mut self, proc: usize) {
+        let pid = self.procs[proc].pid;
+        for w in &self.p.torch_import_warnings {
+            let stamp = self.clocks[proc].torch_log_stamp();
+            let line = format!("W{stamp} {pid} {}/{w}\n", self.p.site);
+            self.raw(proc, line);
+        }
     }
 
     fn level_enabled(&self, level: &str) -> bool {
@@ -582,7 +615,11 @@ pub fn build_launch(
         engine_name: String::new(),
         ray_ips: Vec::new(),
         workers: Vec::new(),
-        uniproc: d.world == 1,
+        // One rank runs inside the engine core (the uniproc executor), except on the CPU
+        // platform of releases that always use worker processes there.
+        uniproc: d.world == 1
+            && !(d.platform == Platform::CpuPlugin
+                && d.version.has(Switch::CpuMpExecutorAtWorldOne)),
         t_kv: SimTime::default(),
     };
     if let ControlFlow::Break(status) = api_server_config(&mut b, &l) {
@@ -711,6 +748,14 @@ fn api_server_config(b: &mut Builder<'_>, l: &Launch) -> Step {
         return CRASHED;
     }
     b.log(API, "max_model_len", &[]);
+    if let Some(Failure::KvCacheDtypeInvalid { value }) = failure {
+        let exc = b.fill(
+            p.error("kv_cache_dtype_invalid"),
+            &[("value", value.clone())],
+        );
+        api_config_error(b, &exc, &["api_cache_config"]);
+        return CRASHED;
+    }
     if p.msg("task_resolution").is_some() {
         b.advance_ms(API, 4000, 11000);
         task_resolution(b);
@@ -923,6 +968,16 @@ fn spawn_workers(b: &mut Builder<'_>, l: &mut Launch) -> Step {
                 &[("threads", threads.to_string())],
             );
         }
+        if !d.ray && p.msg("dp_group_leader").is_some() {
+            // The multiprocessing executor's group line (0.33).
+            let ip = format!(
+                "10.{}.{}.{}",
+                l.rng.range(0, 255),
+                l.rng.range(0, 255),
+                l.rng.range(2, 254)
+            );
+            b.log(eng, "dp_group_leader", &[("ip", ip)]);
+        }
         if let (Some(_spec), false) = (p.msg("shm_handle"), d.ray) {
             // On the CPU platform the workers fail before rank 0 sets up its group's
             // broadcaster: the handle printed is the engine core's RPC queue to every rank.
@@ -950,7 +1005,10 @@ fn spawn_workers(b: &mut Builder<'_>, l: &mut Launch) -> Step {
             // early `(Worker pid=N)` prefix (v0.17+); v0.8.5 – v0.10.1 decorate first.
             let (pname, pre) = match (p.worker_name, p.worker_prefix_before_init) {
                 (WorkerNaming::Parts, false) => (name.clone(), false),
-                (WorkerNaming::Parts, true) => ("Worker".to_string(), true),
+                (WorkerNaming::Parts, true) => (
+                    b.fill(&p.worker_early_name, &[("rank", r.to_string())]),
+                    true,
+                ),
                 _ => (name.clone(), true),
             };
             let t = t_workers.plus_us(b.rng.range(0, 600_000));
@@ -1399,6 +1457,7 @@ fn torch_compile(b: &mut Builder<'_>, l: &mut Launch) -> Step {
             &[("secs", fmt2(compile + dynamo))],
         );
     }
+    b.vars.insert("compile_secs", fmt2(compile + dynamo));
     ControlFlow::Continue(())
 }
 
@@ -1453,12 +1512,17 @@ fn kv_cache(b: &mut Builder<'_>, l: &mut Launch) -> Step {
         return CRASHED;
     }
     b.memory_claimed = Some(l.t_kv);
+    let conc = d.memory.kv_tokens as f64 / d.max_model_len as f64;
+    // One line in releases that merged the concurrency into it (0.33).
     b.log(
         eng,
         "kv_cache_size",
-        &[("tokens", thousands(d.memory.kv_tokens))],
+        &[
+            ("tokens", thousands(d.memory.kv_tokens)),
+            ("max_model_len", thousands(d.max_model_len)),
+            ("x", fmt2(conc)),
+        ],
     );
-    let conc = d.memory.kv_tokens as f64 / d.max_model_len as f64;
     b.log(
         eng,
         "max_concurrency",
@@ -1517,7 +1581,13 @@ fn cuda_graphs(b: &mut Builder<'_>, l: &mut Launch) -> Step {
         .unwrap_or(b.now(eng));
     b.set_time(eng, t_ready.plus_ms(100));
     let init_secs = (t_ready.0.saturating_sub(l.t_kv.0)) as f64 / 1e6 + 40.0;
-    b.log(eng, "init_engine_took", &[("secs", fmt2(init_secs))]);
+    // Releases that report the compilation time say it, or use a shorter line without one.
+    let took = if d.args.enforce_eager && p.msg("init_engine_took_eager").is_some() {
+        "init_engine_took_eager"
+    } else {
+        "init_engine_took"
+    };
+    b.log(eng, took, &[("secs", fmt2(init_secs))]);
     if d.ray {
         b.log(eng, "async_disabled", &[]);
     } else {
@@ -1897,7 +1967,12 @@ fn trust_remote_code(b: &mut Builder<'_>) {
         } else {
             "api_config"
         };
+        let retry = config_parse_retries(b, &exc);
         api_config_error(b, &exc, &[stack]);
+        if let Some(idx) = retry {
+            // The first record of the failure states it.
+            b.remark_root(idx);
+        }
         return;
     }
     let exc = b.fill(p.error("trust_remote_code"), &[]);
@@ -2017,6 +2092,22 @@ fn cli_error(b: &mut Builder<'_>, problem: &CliProblem) {
 }
 
 /// A configuration error raised in the API server process (uncaught, printed to stderr).
+/// `get_config` under `with_retry` (0.33): a parse error is logged with "retrying 1 of 2", tried
+/// again two seconds later, logged once more and raised. `exc` is the pydantic error the config
+/// raises; the records carry the validator's message.
+fn config_parse_retries(b: &mut Builder<'_>, exc: &str) -> Option<usize> {
+    b.p.msg("config_parse_retry")?;
+    let cause = exc
+        .split_once("Value error, ")
+        .map_or(exc, |(_, m)| m.rsplit_once(" [type=").map_or(m, |(m, _)| m))
+        .to_string();
+    b.advance_ms(API, 30, 200);
+    let first = b.log(API, "config_parse_retry", &[("cause", cause.clone())]);
+    b.advance_ms(API, 2000, 2100);
+    b.log(API, "config_parse_failed", &[("cause", cause)]);
+    first
+}
+
 fn api_config_error(b: &mut Builder<'_>, exc: &str, stacks: &[&str]) {
     let p = b.p;
     let legacy_v0 = p.engine == Engine::V0 && !b.d.version.has(Switch::V0NamespaceArgs);
@@ -2173,6 +2264,21 @@ fn engine_failure(b: &mut Builder<'_>, workers: &[usize], eng: usize, api_pid: u
 }
 
 fn engine_failure_with(b: &mut Builder<'_>, eng: usize, api_pid: u32, tb: Traceback, root: bool) {
+    engine_failure_seen(b, eng, api_pid, tb, root, None);
+}
+
+/// The engine core fails to start and the API server gives up waiting for it. `alive`: whether
+/// the engine process is still running when the API server notices (it is still stopping its
+/// workers): the process manager then sends it SIGTERM, where the release logs that, and no
+/// core process has an exit code yet; `None`: either, as timing falls.
+fn engine_failure_seen(
+    b: &mut Builder<'_>,
+    eng: usize,
+    api_pid: u32,
+    tb: Traceback,
+    root: bool,
+    alive: Option<bool>,
+) {
     let p = b.p;
     b.log_exception(eng, "engine_failed_start", &tb, root);
     // `raise e` leaves the process target: CPython prints `Process NAME:` and the traceback.
@@ -2182,7 +2288,11 @@ fn engine_failure_with(b: &mut Builder<'_>, eng: usize, api_pid: u32, tb: Traceb
     b.stderr_traceback(eng, Some(&format!("Process {name}:")), &boot, false);
     // The API server's wait for the handshake sees the sentinel.
     b.set_time(API, b.now(eng).plus_ms(b.rng.range(20, 400)));
-    let failed = if b.rng.chance(75) {
+    let alive = alive.unwrap_or_else(|| b.rng.chance(75));
+    if alive {
+        b.log(API, "process_manager_sigterm", &[("name", name.clone())]);
+    }
+    let failed = if alive {
         "{}".to_string()
     } else {
         format!("{{'{name}': 1}}")
@@ -2267,6 +2377,7 @@ fn selector_failure(
                     ("use_mla", py_bool(shape.mla)),
                     ("has_sink", py_bool(model.sinks)),
                     ("use_sparse", py_bool(shape.sparse)),
+                    ("has_sliding_window", py_bool(false)),
                     ("reasons", selector::reasons_repr(reasons)),
                 ],
             ),
@@ -2673,7 +2784,14 @@ fn runtime_kill(b: &mut Builder<'_>, workers: &[usize], eng: usize, process: &st
         let r = rank_of(b, workers, process);
         b.die(workers[r], t_kill, signal);
         b.set_time(eng, t_kill.plus_ms(b.rng.range(5, 60)));
-        let idx = b.log(eng, "worker_died", &[("rank", r.to_string())]);
+        let idx = b.log(
+            eng,
+            "worker_died",
+            &[
+                ("rank", r.to_string()),
+                ("exitcode", (-signal.number()).to_string()),
+            ],
+        );
         if let Some(idx) = idx {
             b.mark_root(idx, 0);
         }
@@ -2792,7 +2910,14 @@ fn killed_at_startup(
     if !uniproc {
         // The ready pipe of the dead worker closes: the engine core fails; there is no worker
         // traceback, so the supervisor's report is the first evidence.
-        let idx = b.log(eng, "worker_died", &[("rank", r.to_string())]);
+        let idx = b.log(
+            eng,
+            "worker_died",
+            &[
+                ("rank", r.to_string()),
+                ("exitcode", (-signal.number()).to_string()),
+            ],
+        );
         if let Some(idx) = idx {
             b.mark_root(idx, 0);
         }

@@ -114,9 +114,11 @@ pub fn statement_offset(exception: &str) -> usize {
     let mut lines = exception.split('\n');
     let first = lines.next().unwrap_or("");
     if first.contains("ValidationError") && first.contains("validation error") {
-        if let Some(second) = lines.next() {
-            if second.trim_start().starts_with("Value error,") {
-                return 1;
+        // pydantic names the field on a line of its own when the error is a field's
+        // (`cache_dtype`), then `  Value error, …`.
+        for (i, line) in lines.take(2).enumerate() {
+            if line.trim_start().starts_with("Value error,") {
+                return i + 1;
             }
         }
     }

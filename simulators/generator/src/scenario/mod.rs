@@ -502,10 +502,18 @@ impl Scenario {
     /// `hasattr`, and runs SiluAndMul natively); no real capture shows what fails next, and the
     /// simulator does not make it up.
     pub fn unmodelled(&self, version: Version) -> Option<String> {
+        let p = crate::profile::Profile::for_version(version);
+        if self.node_loss().is_some() && !p.stack.contains_key("engine_ray_step") {
+            // 0.33's Ray backend is RayExecutorV2 (a multiprocessing executor over Ray actors):
+            // how it reports a lost node has not been read from a real log.
+            return Some(format!(
+                "vLLM {version} losing a Ray node is not simulated: its Ray executor (V2) reports \
+                 lost actors in another way, and no real log shows it"
+            ));
+        }
         if self.host.platform != Platform::CpuPlugin {
             return None;
         }
-        let p = crate::profile::Profile::for_version(version);
         let engine = p.cpu_engine.unwrap_or(p.engine);
         if engine == crate::profile::Engine::V0 && !p.stack.contains_key("v0_engine_head") {
             // The CPU platform's V0 texts come from the 0.8.5.post1 captures; older profiles

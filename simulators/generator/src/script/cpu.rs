@@ -8,12 +8,13 @@
 //! [`v0_launch`] for releases that fall back to the V0 engine on CPU).
 
 use super::{
-    engine_failure, engine_failure_with, spawn_v0_worker, uuid, Builder, LaunchLog, LaunchStatus,
-    API,
+    engine_failure, engine_failure_seen, engine_failure_with, spawn_v0_worker, uuid, Builder,
+    LaunchLog, LaunchStatus, API,
 };
 use crate::clock::SimTime;
 use crate::deploy::{CpuOp, Failure};
 use crate::record::Body;
+use crate::release::Switch;
 use crate::scenario::Platform;
 use crate::traceback::{exception_line_index, exception_message, Traceback};
 
@@ -25,6 +26,16 @@ const LIBCUDA_MISSING: &str =
 /// platform plugins it loads (or that no platform was found), Triton finding no driver, and
 /// `vllm._C` failing to load `libcuda.so.1`. Unprefixed: no process is decorated yet.
 pub(super) fn import_preamble(b: &mut Builder<'_>, proc: usize) {
+    if b.p.logging_from_args {
+        // Logging is configured later (the API server: once its arguments are parsed; the
+        // engine core and workers: as they start, where they log the platform's warnings):
+        // only torch's own warnings and the API server's last-resort ones come out here.
+        b.torch_import_warnings(proc);
+        if proc == API {
+            platform_warnings(b, API, true);
+        }
+        return;
+    }
     let pre = b.prefixed[proc];
     b.prefixed[proc] = false;
     if b.d.platform == Platform::CpuPlugin {
@@ -53,6 +64,30 @@ pub(super) fn import_preamble(b: &mut Builder<'_>, proc: usize) {
         &[("error", LIBCUDA_MISSING.to_string())],
     );
     b.prefixed[proc] = pre;
+}
+
+/// The platform's warnings on a host without a GPU toolkit (0.33): FlashInfer has neither its
+/// prebuilt kernels nor `nvcc` to build them, and vLLM's kernels for the platform do not load.
+/// `unconfigured`: logged before logging is set up (the bare message).
+pub(super) fn platform_warnings(b: &mut Builder<'_>, proc: usize, unconfigured: bool) {
+    let cpu = b.d.platform == Platform::CpuPlugin;
+    let (id, module) = if cpu {
+        ("import_c_avx2_failed", "vllm._C_AVX2")
+    } else {
+        ("import_c_failed", "vllm._C")
+    };
+    let error = format!("ModuleNotFoundError(\"No module named '{module}'\")");
+    let lines: [(&str, Vec<(&str, String)>); 2] = [
+        ("flashinfer_disabled", vec![]),
+        (id, vec![("error", error)]),
+    ];
+    for (id, extra) in lines {
+        if unconfigured {
+            b.log_unconfigured(proc, id, &extra);
+        } else {
+            b.log(proc, id, &extra);
+        }
+    }
 }
 
 /// Triton is installed but finds no GPU driver.
@@ -114,6 +149,7 @@ fn cpu_exception(b: &Builder<'_>) -> (String, Vec<&'static str>) {
             let frames = match op {
                 CpuOp::ThreadsEnv => vec!["cpu_threads_env", "torch_op_getattr"],
                 CpuOp::ShmManager => vec!["cpu_init_shm", "torch_op_getattr"],
+                CpuOp::MemoryEnv => vec!["cpu_memory_env", "torch_op_getattr"],
                 CpuOp::SiluAndMul => vec![
                     "model_init",
                     "llama_layers",
@@ -180,6 +216,10 @@ pub(super) fn v1_workers_fail(b: &mut Builder<'_>, workers: &[usize], eng: usize
             })
         );
     let uniproc = workers.len() == 1 && workers[0] == eng;
+    if d.version.has(Switch::CpuOmpBoundByExecutor) && !uniproc {
+        executor_workers_fail(b, workers, eng, api_pid, exc, frames);
+        return;
+    }
     if uniproc {
         b.advance_ms(eng, 100, 900);
         if bind_logged {
@@ -309,6 +349,119 @@ pub(super) fn v1_workers_fail(b: &mut Builder<'_>, workers: &[usize], eng: usize
         .with(p, "engine_core_init")
         .with(p, "engine_core_executor");
     engine_failure_with(b, eng, api_pid, tb, false);
+}
+
+/// The executor's OpenMP plan (0.33): `OMPProcessManager` binds each rank to CPUs of its own
+/// NUMA node and logs the plan, or fails in the engine core when there are too few nodes; each
+/// worker then fails in its CPU worker's constructor, the executor waits five seconds for the
+/// others and sends them SIGTERM.
+fn executor_workers_fail(
+    b: &mut Builder<'_>,
+    workers: &[usize],
+    eng: usize,
+    api_pid: u32,
+    exc: String,
+    frames: Vec<&'static str>,
+) {
+    let p = b.p;
+    let d = b.d;
+    let n = workers.len();
+    if let Some(Failure::CpuNumaBind { .. }) = d.failure {
+        b.log(eng, "executor_waiting_workers", &[("count", "0".into())]);
+        b.log(eng, "executor_workers_exited", &[]);
+        let tb = Traceback::new(exc)
+            .with(p, "engine_core_init")
+            .with(p, "cpu_executor_autobind");
+        engine_failure_seen(b, eng, api_pid, tb, true, Some(false));
+        return;
+    }
+    b.log(eng, "omp_binding_info", &[("info", omp_plan(b, n))]);
+    let mut t_fail = Vec::new();
+    for &w in workers {
+        import_preamble(b, w);
+        b.advance_ms(w, 7000, 11000);
+        platform_warnings(b, w, false);
+        for text in &p.cpu_worker_warnings {
+            let text = b.fill(text, &[]);
+            b.raw(w, text);
+        }
+        b.advance_ms(w, 2500, 4000);
+        t_fail.push(b.now(w));
+    }
+    let mut first: Option<(SimTime, usize)> = None;
+    for (k, &w) in workers.iter().enumerate() {
+        let mut tb = Traceback::new(exc.clone())
+            .with(p, "worker_main")
+            .with(p, "mp_init_worker");
+        for f in &frames {
+            tb = tb.with(p, f);
+        }
+        b.set_time(w, t_fail[k]);
+        if let Some(idx) = b.log_exception(w, "worker_failed_start", &tb, false) {
+            if first.is_none_or(|(ft, _)| t_fail[k] < ft) {
+                first = Some((t_fail[k], idx));
+            }
+        }
+    }
+    let Some((t0, idx)) = first else {
+        return;
+    };
+    let line = match &b.events[idx].body {
+        Body::Log { text, .. } => exception_line_index(text, &exc),
+        _ => 0,
+    };
+    b.mark_root(idx, line);
+    b.set_time(eng, t0.plus_ms(b.rng.range(5, 60)));
+    b.log(eng, "executor_waiting_workers", &[("count", n.to_string())]);
+    b.set_time(eng, t0.plus_ms(5000 + b.rng.range(5, 60)));
+    b.log(eng, "executor_workers_sigterm", &[("count", n.to_string())]);
+    let tb = Traceback::new(p.error("worker_init_failed").to_string())
+        .with(p, "engine_core_init")
+        .with(p, "engine_core_executor");
+    engine_failure_seen(b, eng, api_pid, tb, false, Some(true));
+}
+
+/// `OMPProcessManager`'s plan as it logs it: the setting, then each local rank's cores (one per
+/// physical core of its NUMA node, after the reserved ones), then the reserved CPUs.
+fn omp_plan(b: &Builder<'_>, world: usize) -> String {
+    let d = b.d;
+    let bind = &d.cpu_threads_bind;
+    let auto = bind == "auto";
+    let cpus = d.host.cpus as usize;
+    let mut lines = vec![format!(
+        "\tVLLM_CPU_OMP_THREADS_BIND='{bind}', auto_setup={}, skip_setup=False",
+        if auto { "True" } else { "False" }
+    )];
+    let (ranks, reserved): (Vec<Vec<usize>>, Vec<usize>) = if auto {
+        // One CPU per rank's node is kept for other work.
+        let usable = cpus.saturating_sub(world).max(1);
+        let per = (usable / world).max(1);
+        let ranks = (0..world)
+            .map(|r| (r * per..(r + 1) * per).collect())
+            .collect();
+        (ranks, (usable..cpus).collect())
+    } else {
+        let ranks = bind
+            .split('|')
+            .map(|g| {
+                g.split(',')
+                    .filter_map(|c| c.trim().parse().ok())
+                    .collect::<Vec<usize>>()
+            })
+            .collect();
+        (ranks, Vec::new())
+    };
+    let reserve_n = if auto { reserved.len() } else { ranks.len() };
+    lines.push(format!(
+        "\tlocal_world_size={world}, reserve_cpu_num={reserve_n}"
+    ));
+    for (r, cores) in ranks.iter().enumerate() {
+        let list: Vec<String> = cores.iter().map(usize::to_string).collect();
+        lines.push(format!("\tlocal_rank={r}, core ids=[{}]", list.join(", ")));
+    }
+    let list: Vec<String> = reserved.iter().map(usize::to_string).collect();
+    lines.push(format!("\treserved_cpus=[{}]", list.join(", ")));
+    lines.join("\n")
 }
 
 /// A release that runs the CPU platform on the V0 engine (0.8.x): the API server starts an
