@@ -118,12 +118,9 @@ fn banner_start(b: &[u8], start: usize, pid: Option<u32>, layers: &Layers) -> us
         let prev = line_start(b, s - 1);
         let p = parse_line_in(bounded(&b[prev..s - 1]), layers);
         let logo_row = p.body.is_empty() || p.body.contains('█');
-        if p.pid == pid
-            && p.location
-                .as_deref()
-                .is_some_and(|l| l.starts_with("utils.py"))
-            && logo_row
-        {
+        // The logo is logged from entrypoints/utils.py, serve/utils/api_utils.py (0.23) or
+        // common/startup.py (0.33): any record of the same process with a logo row.
+        if p.pid == pid && p.location.is_some() && logo_row {
             s = prev;
         } else {
             break;
@@ -173,7 +170,8 @@ pub fn boundaries_from_hits(b: &[u8], hits: &[Hit], layers: &Layers) -> Vec<Boun
 fn merge(b: &[u8], raw: Vec<(usize, usize, Mark, Option<u32>)>, layers: &Layers) -> Vec<Boundary> {
     let mut out: Vec<Boundary> = Vec::new();
     let mut last: Option<(usize, Mark, Option<u32>)> = None; // (line end offset, mark, pid)
-    for (ls, le, mark, pid) in raw {
+    let starts: Vec<usize> = raw.iter().map(|r| r.0).collect();
+    for (i, (ls, le, mark, pid)) in raw.into_iter().enumerate() {
         // Text after a hole of NUL bytes comes from a writer that was already writing before
         // the file was truncated: an older launch, never the start of a new one.
         if let Some((prev_end, _, _)) = last {
@@ -191,7 +189,15 @@ fn merge(b: &[u8], raw: Vec<(usize, usize, Mark, Option<u32>)>, layers: &Layers)
                 (Mark::Banner, Mark::Banner) => prev_pid == pid && lines_between <= 3,
                 // The engine of a launch that has an API server.
                 (Mark::Banner | Mark::Args, Mark::Engine) => true,
-                (Mark::Engine, Mark::Engine) => false,
+                // An engine line after a launch with no engine of its own (argparse exited, or
+                // another engine): a new launch, unless an API server that never starts in
+                // the text writes after it — then it is an older server's engine, still
+                // writing into the file after a relaunch truncated it.
+                (Mark::Usage | Mark::Engine, Mark::Engine) => {
+                    let next = starts.get(i + 1).copied().unwrap_or(b.len());
+                    (prev_mark == Mark::Usage && only_argparse_between(between, layers))
+                        || api_server_writes(&b[le.min(next)..next], layers)
+                }
                 _ => false,
             };
             if same_launch {
@@ -210,6 +216,31 @@ fn merge(b: &[u8], raw: Vec<(usize, usize, Mark, Option<u32>)>, layers: &Layers)
         last = Some((le, mark, pid));
     }
     out
+}
+
+/// Whether `text` (between an argparse `usage:` line and an engine line) holds only argparse's
+/// own lines: no log record. A new launch's engine starts after its parent has logged its
+/// config; an engine line right after an argparse exit is an older server's.
+fn only_argparse_between(text: &[u8], layers: &Layers) -> bool {
+    text.split(|&c| c == b'\n')
+        .filter(|l| !l.iter().all(u8::is_ascii_whitespace))
+        .all(|l| {
+            let p = parse_line_in(bounded(l), layers);
+            p.level.is_none() && p.process.is_none()
+        })
+}
+
+/// Whether an `(APIServer pid=N)` line is among the first lines of `text` (bounded, so a huge
+/// segment costs what its head costs).
+fn api_server_writes(text: &[u8], layers: &Layers) -> bool {
+    const HEAD_BYTES: usize = 1 << 20;
+    let text = &text[..text.len().min(HEAD_BYTES)];
+    text.split(|&c| c == b'\n').any(|line| {
+        memchr::memmem::find(line, b"APIServer").is_some()
+            && parse_line_in(bounded(line), layers)
+                .process
+                .is_some_and(|p| p.starts_with("APIServer"))
+    })
 }
 
 /// The last launch start in `b`, searching backwards block by block.
@@ -388,5 +419,29 @@ INFO 01-28 14:03:00 [x.py:1] other
         let b = boundaries(&log);
         assert_eq!(b.len(), 1, "{b:?}");
         assert_eq!(b[0].mark, Mark::Usage);
+    }
+
+    #[test]
+    fn an_older_servers_engine_after_an_argparse_exit_starts_no_launch() {
+        // A relaunch truncated the file (its writer keeps O_APPEND) and exited at argparse; the
+        // older server, still starting, then fails: its engine line is no launch start.
+        let older = "(EngineCore_DP0 pid=20) INFO 09-24 09:12:14 [core.py:97] Initializing a V1 LLM engine (v0.16.0) with config: x
+(EngineCore_DP0 pid=20) ERROR 09-24 09:12:14 [core.py:1006] EngineCore failed to start.
+(APIServer pid=10) RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}
+";
+        let log = format!(
+            "usage: vllm serve [model_tag] [options]\nvllm serve: error: argument --tensor-parallel-size/-tp: invalid int value: 'abc'\n{older}"
+        );
+        let b = boundaries(log.as_bytes());
+        assert_eq!(b.len(), 1, "{b:?}");
+        assert_eq!(b[0].mark, Mark::Usage);
+        // A script's offline `LLM(...)` logs its config, then its engine starts: a new launch.
+        let offline = format!(
+            "usage: vllm serve [model_tag] [options]\nvllm serve: error: argument --tensor-parallel-size/-tp: invalid int value: 'abc'\nINFO 09-24 09:13:01 [model.py:744] Resolved architecture: LlamaForCausalLM\n{}",
+            older.lines().take(2).collect::<Vec<_>>().join("\n")
+        );
+        let b = boundaries(offline.as_bytes());
+        assert_eq!(b.len(), 2, "{b:?}");
+        assert_eq!(b[1].mark, Mark::Engine);
     }
 }
