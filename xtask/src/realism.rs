@@ -1,6 +1,7 @@
 //! `cargo xtask realism`: how much the simulator's logs look like real vLLM's — line-template
 //! coverage of every captured fixture (`scenarios/real/vllm-<version>/`) by the simulated log of
-//! the same scenario and version, per capture, per version and overall.
+//! the same scenario and version, per capture, per version and overall. `--public`: how much of
+//! each public real log's vLLM lines its twin scenario (`real = …`) reproduces.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -16,6 +17,11 @@ pub struct RealismArgs {
     /// did not print.
     #[arg(long)]
     verbose: bool,
+    /// Compare the public real logs of `scenarios/real/` with their twin scenarios (those that
+    /// name one with `real = "batch-NN/….log"`): recall of the real log's vLLM line templates,
+    /// the worst ten with what they lack
+    #[arg(long)]
+    public: bool,
 }
 
 pub fn run(a: RealismArgs) -> Result<i32> {
@@ -23,6 +29,9 @@ pub fn run(a: RealismArgs) -> Result<i32> {
     let dir = ScenarioDir {
         root: root.join("scenarios"),
     };
+    if a.public {
+        return public(&root, &dir, a.verbose);
+    }
     let covs = realism::measure(&root.join("scenarios/real"), &dir).map_err(anyhow::Error::msg)?;
     if covs.is_empty() {
         eprintln!("realism: no captured fixture names a capturable scenario");
@@ -101,5 +110,47 @@ pub fn run(a: RealismArgs) -> Result<i32> {
         );
         return Ok(1);
     }
+    Ok(0)
+}
+
+/// `--public`: every twin scenario against its public real log, worst first; the worst ten
+/// (all with `--verbose`) list the real templates their twin lacks.
+fn public(root: &Path, dir: &ScenarioDir, verbose: bool) -> Result<i32> {
+    let mut covs =
+        realism::measure_public(&root.join("scenarios/real"), dir).map_err(anyhow::Error::msg)?;
+    if covs.is_empty() {
+        eprintln!("realism --public: no scenario names a public real log (`real = …`)");
+        return Ok(1);
+    }
+    covs.sort_by(|a, b| a.ratio().total_cmp(&b.ratio()).then(a.real.cmp(&b.real)));
+    println!(
+        "{:<8} {:<44} {:<36} {:>6} {:>6} {:>7}",
+        "vllm", "real log", "twin", "real", "shared", "recall"
+    );
+    let (mut real, mut shared) = (0, 0);
+    for (i, c) in covs.iter().enumerate() {
+        println!(
+            "{:<8} {:<44} {:<36} {:>6} {:>6} {:>6.1}%",
+            c.version,
+            c.real,
+            c.scenario,
+            c.templates,
+            c.covered,
+            c.ratio() * 100.0
+        );
+        if verbose || i < 10 {
+            for m in &c.missing {
+                println!("    lacks: {}", triage::render::escape_control(m));
+            }
+        }
+        real += c.templates;
+        shared += c.covered;
+    }
+    println!(
+        "\npublic twins: {} real logs, recall {:.1}% of {} vLLM line templates",
+        covs.len(),
+        shared as f64 / real.max(1) as f64 * 100.0,
+        real
+    );
     Ok(0)
 }

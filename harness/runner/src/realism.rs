@@ -138,6 +138,86 @@ pub fn measure(real_dir: &Path, dir: &ScenarioDir) -> Result<Vec<Coverage>, Stri
     Ok(out)
 }
 
+/// A public real log and how much of it its twin scenario reproduces.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct PublicCoverage {
+    /// The real log, relative to `scenarios/real/`.
+    pub real: String,
+    /// The twin scenario (`group/name`).
+    pub scenario: String,
+    pub version: String,
+    /// Distinct templates of the real log's vLLM lines.
+    pub templates: usize,
+    /// Of them, those the twin's simulated log also has.
+    pub covered: usize,
+    /// The real log's vLLM line templates the twin lacks.
+    pub missing: Vec<String>,
+}
+
+impl PublicCoverage {
+    /// Recall: the share of the real log's vLLM line templates the twin has.
+    pub fn ratio(&self) -> f64 {
+        share(self.covered, self.templates)
+    }
+}
+
+/// Every scenario of `dir` that names a public real log (`real = …`), simulated at its own
+/// release and seed 0, against that log. Only the real log's vLLM lines count — records with a
+/// vLLM header or a process prefix, read after any collector prefix — so a thread's shell
+/// prompts and prose cost nothing; precision is not measured, as an excerpt shows a fraction of
+/// what vLLM printed.
+pub fn measure_public(real_dir: &Path, dir: &ScenarioDir) -> Result<Vec<PublicCoverage>, String> {
+    let mut out = Vec::new();
+    let scenarios = dir.load_all().map_err(|e| e.to_string())?;
+    for s in scenarios {
+        let Some(real) = s.real.clone() else {
+            continue;
+        };
+        let path = real_dir.join(&real);
+        let bytes = std::fs::read(&path).map_err(|e| {
+            format!(
+                "{}: `real = \"{real}\"`: {}: {e}",
+                s.path.display(),
+                path.display()
+            )
+        })?;
+        let want = vllm_templates(&bytes);
+        let opts = SimOptions {
+            seed: Seed(0),
+            size_bytes: None,
+            vllm: None,
+        };
+        let (sim, _) = generator::simulate_to_vec(&s, &opts);
+        let have = vllm_templates(&sim);
+        let missing: Vec<String> = want.difference(&have).cloned().collect();
+        out.push(PublicCoverage {
+            real,
+            scenario: format!("{}/{}", s.group, s.name),
+            version: s.vllm.to_string(),
+            templates: want.len(),
+            covered: want.len() - missing.len(),
+            missing,
+        });
+    }
+    Ok(out)
+}
+
+/// The distinct templates of a log's vLLM lines (a vLLM header or a process prefix), each
+/// read from where the vLLM text starts (collector prefixes dropped).
+pub fn vllm_templates(bytes: &[u8]) -> BTreeSet<String> {
+    let layers = triage::layers::Layers::learn(bytes);
+    bytes
+        .split(|&b| b == b'\n')
+        .flat_map(|l| l.split(|&b| b == b'\r'))
+        .filter_map(|l| {
+            let p = triage::grammar::parse_line_in(l, &layers);
+            let vllm = p.process.is_some() || p.location.is_some();
+            vllm.then(|| template(&l[p.container_prefix.min(l.len())..]))
+        })
+        .filter(|t| !t.trim().is_empty())
+        .collect()
+}
+
 /// The distinct line templates of a log.
 pub fn templates(bytes: &[u8]) -> BTreeSet<String> {
     bytes
@@ -257,5 +337,17 @@ mod tests {
             template("█ ▀▄▀ █  version 0.15.1".as_bytes()),
             template("█ ▀▄▀ █  version 0.10.2".as_bytes())
         );
+    }
+
+    #[test]
+    fn a_public_logs_vllm_lines_are_its_records_after_any_collector_prefix() {
+        let real = b"$ docker compose up\n\
+vllm-1  | (APIServer pid=7) INFO 11-29 23:08:23 [utils.py:325] non-default args: {'port': 8000}\n\
+vllm-1  | ERROR 11-29 23:08:40 [core.py:700] ValueError: No available memory for the cache blocks.\n\
+Any idea what is wrong?\n";
+        let t = vllm_templates(real);
+        assert_eq!(t.len(), 2, "{t:?}");
+        let sim = b"(APIServer pid=99) INFO 01-02 03:04:05 [utils.py:325] non-default args: {'port': 8001}\n";
+        assert!(t.is_superset(&vllm_templates(sim)));
     }
 }

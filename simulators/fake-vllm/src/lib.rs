@@ -472,6 +472,7 @@ fn adhoc_scenario(args: &ServeArgs) -> Scenario {
         faults: Vec::new(),
         variants: Vec::new(),
         renderings: Vec::new(),
+        real: None,
         expect: Expect {
             status: "ready".into(),
             root_cause: None,

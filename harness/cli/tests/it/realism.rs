@@ -63,3 +63,63 @@ fn every_capture_is_covered_by_the_simulator_and_nothing_invented() {
         COVERAGE_MIN * 100.0
     );
 }
+
+/// Every twin scenario (`real = …`) names a labelled public log whose labelled root cause is the
+/// one the twin expects, and shares vLLM lines with it; `cargo xtask realism --public` prints how
+/// many.
+#[test]
+fn every_twin_names_a_labelled_public_log_of_its_failure() {
+    #[derive(serde::Deserialize)]
+    struct Labels {
+        log: Vec<Label>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Label {
+        file: String,
+        root_cause: String,
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let dir = ScenarioDir {
+        root: root.join("scenarios"),
+    };
+    let real_dir = root.join("scenarios/real");
+    let covs = realism::measure_public(&real_dir, &dir).unwrap_or_else(|e| panic!("{e}"));
+    let twins: Vec<_> = dir
+        .load_all()
+        .unwrap_or_else(|e| panic!("{e}"))
+        .into_iter()
+        .filter(|s| s.real.is_some())
+        .collect();
+    assert_eq!(covs.len(), twins.len());
+    for s in &twins {
+        let real = s.real.as_deref().unwrap_or_default();
+        let (folder, file) = real.rsplit_once('/').unwrap_or(("", real));
+        let text = std::fs::read_to_string(real_dir.join(folder).join("labels.toml"))
+            .unwrap_or_else(|e| panic!("{}: {real}: {e}", s.name));
+        let labels: Labels = toml::from_str(&text).unwrap_or_else(|e| panic!("{folder}: {e}"));
+        let label = labels
+            .log
+            .iter()
+            .find(|l| l.file == file)
+            .unwrap_or_else(|| panic!("{}: {real} has no label", s.name));
+        assert!(
+            !folder.starts_with("vllm-"),
+            "{}: a twin names a public log, not a capture ({real})",
+            s.name
+        );
+        assert_eq!(
+            s.expect.root_cause.as_deref(),
+            Some(label.root_cause.as_str()),
+            "{}: the twin of {real} must fail as its label says",
+            s.name
+        );
+    }
+    for c in &covs {
+        assert!(
+            c.covered > 0,
+            "{} shares no vLLM line with its twin {} (cargo xtask realism --public)",
+            c.real,
+            c.scenario
+        );
+    }
+}

@@ -109,6 +109,9 @@ pub struct Scenario {
     /// How the log is shown (a collector's prefix, an excerpt, …), applied in order to the
     /// simulated text; text runner and `faultkit simulate` only.
     pub renderings: Vec<crate::render::Rendering>,
+    /// The public real log (a path under `scenarios/real/`) this scenario twins: the same
+    /// hardware, model, flags and release as far as its thread tells.
+    pub real: Option<String>,
     pub expect: Expect,
 }
 
@@ -470,6 +473,25 @@ impl Scenario {
                 .as_ref()
                 .map(|d| d.iter().map(|k| k.get_ref().clone()).collect()),
         };
+        let real = match &raw.real {
+            Some(r) => {
+                let path = r.get_ref();
+                let ok = path.ends_with(".log")
+                    && !path.starts_with('/')
+                    && !path.split('/').any(|c| c == ".." || c.is_empty());
+                if !ok {
+                    return Err(loc.at(
+                        r.span(),
+                        format!(
+                            "`real = \"{path}\"`: name a labelled log under scenarios/real/ \
+                             (`batch-07/408-x.log`)"
+                        ),
+                    ));
+                }
+                Some(path.clone())
+            }
+            None => None,
+        };
         let s = Scenario {
             name,
             group,
@@ -488,6 +510,7 @@ impl Scenario {
             faults,
             variants,
             renderings,
+            real,
             expect,
         };
         if let Some(why) = s.unmodelled(s.vllm) {

@@ -31,6 +31,10 @@ pub struct RawScenario {
     /// Renderings applied to the simulated log, in order (`render = ["kubectl-prefix"]`).
     #[serde(default)]
     pub render: Option<Spanned<Vec<String>>>,
+    /// The public real log this scenario is the twin of (`batch-07/408-….log` under
+    /// `scenarios/real/`): `cargo xtask realism --public` compares the two.
+    #[serde(default)]
+    pub real: Option<Spanned<String>>,
     pub expect: Spanned<RawExpect>,
 }
 
