@@ -444,8 +444,8 @@ fn prefer_the_detail(order: &mut [usize], cands: &[Candidate], records: &[Record
 /// A cause told by a log record that is not an exception (`Available KV cache memory: -1.36
 /// GiB`, `Failed to load model - not enough GPU memory …`) defers to the exception the same
 /// process raises for the same cause after it (`ValueError: No available memory for the cache
-/// blocks`, `torch.OutOfMemoryError: …`): the root-cause line is an exception line when there is
-/// one. The exception must state that cause itself: one named only by the detail its record
+/// blocks`, `torch.OutOfMemoryError: …`), or a worker's to its engine core's: the root-cause
+/// line is an exception line when there is one. The exception must state that cause itself: one named only by the detail its record
 /// carries after the exception line (Ray's `ActorDiedError: The actor died unexpectedly …` and
 /// then `The actor died because its node has died`) reports a consequence of the record before.
 fn prefer_the_exception(
@@ -473,10 +473,17 @@ fn prefer_the_exception(
         let d = &cands[i];
         let drec = &records[d.record];
         let dq = &drec.lines[d.quote];
+        // The same process, or a worker's engine core: it sizes the KV cache from what its
+        // workers profiled and raises for them.
+        let same_process = drec.process == rec.process && drec.pid == rec.pid;
+        let workers_engine = rec.process.as_deref().is_some_and(|p| p.contains("Worker"))
+            && drec
+                .process
+                .as_deref()
+                .is_some_and(|p| p.starts_with("EngineCore"));
         d.id == c.id
             && dq.no > q.no
-            && drec.process == rec.process
-            && drec.pid == rec.pid
+            && (same_process || workers_engine)
             && is_exception(drec, dq)
             && d.rule
                 .is_some_and(|r| rules.rules()[r].regex.is_match(&dq.body))
@@ -503,6 +510,26 @@ fn prefer_the_quoted_cause(order: &mut [usize], cands: &[Candidate]) {
         d.class == Class::Echo && d.id != "unknown"
     });
     if let Some(pos) = quoted {
+        order[..=pos].rotate_right(1);
+    }
+}
+
+/// A launch whose first failure is argparse's error (`vllm serve: error: …`) ended there: the
+/// process exited with status 2 before it started anything, so failures printed after it in
+/// the same file are another server's (an older one still writing after a relaunch).
+fn argparse_exit_first(order: &mut [usize], cands: &[Candidate], records: &[Record]) {
+    let line_of = |i: usize| {
+        let c = &cands[i];
+        records[c.record].lines[c.quote].no
+    };
+    let Some(pos) = order
+        .iter()
+        .position(|&i| is_argparse_exit(&records[cands[i].record].lines[cands[i].quote].body))
+    else {
+        return;
+    };
+    let at = line_of(order[pos]);
+    if order.iter().all(|&i| line_of(i) >= at) {
         order[..=pos].rotate_right(1);
     }
 }
@@ -887,13 +914,30 @@ impl Serving {
         let asked = c.class == Class::Echo
             && self.ready_line.is_some()
             && self.shutdown_line.is_some_and(|s| s < no);
+        // argparse's `vllm serve: error: …` exits its process (status 2): whatever serves
+        // after it in the file is another server's.
+        let exited = is_argparse_exit(&r.lines[c.quote].body);
         !died
+            && !exited
             && (self.request_time(r, c)
                 || went_on
                 || asked
                 || self.worked_after(no, r.pid.is_some())
                 || self.ready_line.is_some_and(|ready| no < ready))
     }
+}
+
+/// argparse's error line of vLLM's CLI (`vllm serve: error: argument …`, `api_server.py: error:
+/// unrecognized arguments: …`): `parser.error()` prints it and exits with status 2.
+fn is_argparse_exit(body: &str) -> bool {
+    body.split_once(": error: ").is_some_and(|(prog, _)| {
+        !prog.is_empty()
+            && prog.len() < 60
+            && (prog.contains("vllm") || prog.contains("api_server"))
+            && prog
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | ' ' | '/'))
+    })
 }
 
 /// A line of the engine's periodic statistics that shows it at work.
@@ -1829,6 +1873,7 @@ pub fn analyze_launch(
     prefer_the_detail(&mut order, &cands, &records);
     prefer_the_last_error(&mut order, &cands, &records);
     prefer_the_quoted_cause(&mut order, &cands);
+    argparse_exit_first(&mut order, &cands, &records);
     name_by_what_follows(&order, &mut cands, &records, rules);
 
     if explain {
@@ -2533,6 +2578,27 @@ ERROR 12-02 05:59:06 hermes_tool_parser.py:108] json.decoder.JSONDecodeError: Ex
                    (EngineCore pid=9) ERROR 06-12 12:49:02 [core.py:1199]     raise ValueError(\n\
                    (EngineCore pid=9) ERROR 06-12 12:49:02 [core.py:1199] ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.\n";
         assert_eq!(root(log), (6, "kv_cache_no_memory".to_string()));
+    }
+
+    #[test]
+    fn a_workers_record_of_a_cause_defers_to_its_engine_cores_exception() {
+        let log = "(Worker_TP0 pid=5) INFO 06-12 12:49:02 [gpu_worker.py:480] Available KV cache memory: -1.36 GiB\n\
+                   (EngineCore_DP0 pid=4) ERROR 06-12 12:49:02 [core.py:1199] EngineCore failed to start.\n\
+                   (EngineCore_DP0 pid=4) ERROR 06-12 12:49:02 [core.py:1199] Traceback (most recent call last):\n\
+                   (EngineCore_DP0 pid=4) ERROR 06-12 12:49:02 [core.py:1199]   File \"/x/kv_cache_utils.py\", line 686, in check_enough_kv_cache_memory\n\
+                   (EngineCore_DP0 pid=4) ERROR 06-12 12:49:02 [core.py:1199]     raise ValueError(\n\
+                   (EngineCore_DP0 pid=4) ERROR 06-12 12:49:02 [core.py:1199] ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.\n";
+        assert_eq!(root(log), (6, "kv_cache_no_memory".to_string()));
+    }
+
+    #[test]
+    fn an_argparse_exit_is_the_launch_whatever_another_server_writes_after_it() {
+        let log = "usage: vllm serve [model_tag] [options]\n\
+                   vllm serve: error: argument --tensor-parallel-size/-tp: invalid int value: 'abc'\n\
+                   INFO 09-19 22:22:04 [loggers.py:111] Engine 000: Avg prompt throughput: 759.0 tokens/s, Avg generation throughput: 446.5 tokens/s, Running: 3 reqs, Waiting: 0 reqs, GPU KV cache usage: 1.2%, Prefix cache hit rate: 0.0%\n\
+                   INFO:     10.0.2.180:35836 - \"POST /v1/completions HTTP/1.1\" 200 OK\n\
+                   INFO 09-19 22:22:15 [loggers.py:111] Engine 000: Avg prompt throughput: 683.2 tokens/s, Avg generation throughput: 401.9 tokens/s, Running: 33 reqs, Waiting: 0 reqs, GPU KV cache usage: 4.1%, Prefix cache hit rate: 0.0%\n";
+        assert_eq!(root(log), (2, "cli_argument_error".to_string()));
     }
 
     #[test]

@@ -219,14 +219,26 @@ fn merge(b: &[u8], raw: Vec<(usize, usize, Mark, Option<u32>)>, layers: &Layers)
 }
 
 /// Whether `text` (between an argparse `usage:` line and an engine line) holds only argparse's
-/// own lines: no log record. A new launch's engine starts after its parent has logged its
-/// config; an engine line right after an argparse exit is an older server's.
+/// own lines and what a process prints while it imports vLLM (the platform it detected, its
+/// plugins, Triton, vLLM's kernels): no config. A new launch's engine starts after its parent
+/// has logged its config; an engine line right after an argparse exit is an older server's.
 fn only_argparse_between(text: &[u8], layers: &Layers) -> bool {
+    const IMPORT_TIME: &[&str] = &[
+        "Automatically detected platform",
+        "No platform detected",
+        "Available plugins for group",
+        "- ",
+        "All plugins in this group",
+        "Platform plugin",
+        "Triton ",
+        "Failed to import from vllm._C",
+    ];
     text.split(|&c| c == b'\n')
         .filter(|l| !l.iter().all(u8::is_ascii_whitespace))
         .all(|l| {
             let p = parse_line_in(bounded(l), layers);
-            p.level.is_none() && p.process.is_none()
+            (p.level.is_none() && p.process.is_none())
+                || IMPORT_TIME.iter().any(|w| p.body.starts_with(w))
         })
 }
 
