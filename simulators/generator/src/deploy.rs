@@ -290,8 +290,9 @@ pub struct Deployment {
     pub visible_gpus: u32,
     /// Machines of the deployment; ranks fill them in order.
     pub nodes: u32,
-    /// The checkpoint is float32 and `--dtype auto` downcasts it (to `dtype`).
-    pub downcast: bool,
+    /// The checkpoint's dtype (its config.json's `dtype` / `torch_dtype`), when it names one:
+    /// vLLM logs a cast to `dtype` when they differ.
+    pub config_dtype: Option<String>,
     /// The host the launch runs on (CPU cores, limits, installed packages).
     pub host: Host,
     /// The CPU platform's KV cache space when `VLLM_CPU_KVCACHE_SPACE` is unset (half the RAM).
@@ -327,7 +328,6 @@ impl Deployment {
                 .or_else(|| m.config.get("torch_dtype"))
                 .and_then(|v| v.as_str())
         });
-        let downcast = args.dtype == "auto" && config_dtype == Some("float32");
         let dtype = match (args.dtype.as_str(), config_dtype) {
             ("auto", Some("float32")) => profile.float32_downcast.clone(),
             ("auto", Some(d)) => d.to_string(),
@@ -396,7 +396,7 @@ impl Deployment {
             // Set below, from the machine's GPUs.
             visible_gpus: 0,
             nodes: s.host.nodes.max(1),
-            downcast,
+            config_dtype: config_dtype.map(str::to_string),
             host: s.host.clone(),
             // psutil's total is a little below the nominal RAM; half of it per NUMA node.
             cpu_kv_gib: s.host.ram_gib.unwrap_or(32.0) * 0.981

@@ -1898,8 +1898,20 @@ fn dtype_lines(b: &mut Builder<'_>) {
             format!("{tag}`torch_dtype` is deprecated! Use `dtype` instead!\n"),
         );
     }
-    if d.downcast {
-        b.log(API, "downcasting", &[("dtype", d.dtype.clone())]);
+    // `_get_and_verify_dtype` (vllm/config/model.py): to float32 is an upcast, from float32
+    // a downcast (INFO), between float16 and bfloat16 a cast (WARNING).
+    if let Some(from) = d.config_dtype.as_deref().filter(|&c| c != d.dtype) {
+        let (id, extra) = if d.dtype == "float32" {
+            ("upcasting", vec![("from", from.to_string())])
+        } else if from == "float32" {
+            ("downcasting", vec![("dtype", d.dtype.clone())])
+        } else {
+            (
+                "casting",
+                vec![("from", from.to_string()), ("dtype", d.dtype.clone())],
+            )
+        };
+        b.log(API, id, &extra);
     }
 }
 
