@@ -525,10 +525,7 @@ fn has_inner_header(body: &str, own_pid: Option<u32>) -> bool {
     while let Some(p) = memchr::memchr(b'(', &b[i.min(b.len())..]) {
         let at = i + p;
         if let Some((_, pid, len)) = process_prefix(&body[at..]) {
-            // A bare tqdm bar (0.31+ writes streams without the prefix) that a record of its
-            // process continues: one writer's unterminated line, not two writers.
-            let bar_before = own_pid.is_none() && is_progress_bar(&body[..at]);
-            if own_pid != Some(pid) && !bar_before {
+            if own_pid != Some(pid) {
                 return true;
             }
             own_header_at.push(at + len);
@@ -551,13 +548,6 @@ fn has_inner_header(body: &str, own_pid: Option<u32>) -> bool {
             && vllm_header(&body[at..])
                 .is_some_and(|(_, loc, _)| loc.ends_with(|c: char| c.is_ascii_digit()))
     })
-}
-
-/// Whether `s` is tqdm's progress bar as it stands on an unterminated line: `desc:  1%|…| 1/51
-/// [00:00<00:31,  1.61it/s]` (or `s/it]`), however many `\r` redraws precede it.
-fn is_progress_bar(s: &str) -> bool {
-    let last = s.rsplit('\r').next().unwrap_or(s).trim_end();
-    last.contains("%|") && (last.ends_with("it/s]") || last.ends_with("s/it]"))
 }
 
 /// Length of a vLLM log header (`INFO 01-28 14:02:16 [model.py:541] `) at the start of `s`.
@@ -764,14 +754,6 @@ fn parse_str<'a>(t: &'a str, layers: &Layers) -> ParsedLine<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_bare_progress_bar_continued_by_a_record_is_one_writer() {
-        let p = parse_line(b"\rCapturing CUDA graphs (mixed prefill-decode, PIECEWISE):   1%|          | 1/51 [00:00<00:31,   1.61it/s](Worker_TP0 pid=7) ERROR 01-04 08:32:49 [multiproc_executor.py:1189] WorkerProc hit an exception.");
-        assert!(!p.interleaved, "{p:?}");
-        let p = parse_line(b"Loading weights 40%(Worker_TP0 pid=7) ERROR 01-04 08:32:49 [multiproc_executor.py:1189] WorkerProc hit an exception.");
-        assert!(p.interleaved, "{p:?}");
-    }
 
     #[test]
     fn vllm_line_with_prefix() {

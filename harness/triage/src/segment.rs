@@ -195,7 +195,11 @@ fn merge(b: &[u8], raw: Vec<(usize, usize, Mark, Option<u32>)>, layers: &Layers)
                 // writing into the file after a relaunch truncated it.
                 (Mark::Usage | Mark::Engine, Mark::Engine) => {
                     let next = starts.get(i + 1).copied().unwrap_or(b.len());
-                    (prev_mark == Mark::Usage && only_argparse_between(between, layers))
+                    // Only an engine process of a server (prefixed, V1) can be an older
+                    // server's: an offline V0 engine prints no prefix.
+                    (prev_mark == Mark::Usage
+                        && pid.is_some()
+                        && only_argparse_between(between, layers))
                         || api_server_writes(&b[le.min(next)..next], layers)
                 }
                 _ => false,
@@ -227,7 +231,6 @@ fn only_argparse_between(text: &[u8], layers: &Layers) -> bool {
         "Automatically detected platform",
         "No platform detected",
         "Available plugins for group",
-        "- ",
         "All plugins in this group",
         "Platform plugin",
         "Triton ",
@@ -239,7 +242,15 @@ fn only_argparse_between(text: &[u8], layers: &Layers) -> bool {
             let p = parse_line_in(bounded(l), layers);
             (p.level.is_none() && p.process.is_none())
                 || IMPORT_TIME.iter().any(|w| p.body.starts_with(w))
+                || is_plugin_entry(&p.body)
         })
+}
+
+/// vLLM's list of a plugin group's entries: `- NAME -> module:function`.
+fn is_plugin_entry(body: &str) -> bool {
+    body.strip_prefix("- ")
+        .and_then(|r| r.split_once(" -> "))
+        .is_some_and(|(name, target)| !name.contains(' ') && target.contains(':'))
 }
 
 /// Whether an `(APIServer pid=N)` line is among the first lines of `text` (bounded, so a huge
@@ -455,5 +466,9 @@ INFO 01-28 14:03:00 [x.py:1] other
         let b = boundaries(offline.as_bytes());
         assert_eq!(b.len(), 2, "{b:?}");
         assert_eq!(b[1].mark, Mark::Engine);
+        // An offline V0 engine (no process prefix) after a typo'd `vllm serve`: a new launch.
+        let v0 = "usage: vllm serve <model_tag> [options]\nvllm serve: error: argument --tensor-parallel-size/-tp: invalid int value: 'abc'\nINFO 09-24 09:13:01 __init__.py:207] Automatically detected platform cuda.\nINFO 09-24 09:13:05 llm_engine.py:249] Initializing an LLM engine (v0.6.4) with config: model='m'\n";
+        let b = boundaries(v0.as_bytes());
+        assert_eq!(b.len(), 2, "{b:?}");
     }
 }

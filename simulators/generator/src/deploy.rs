@@ -332,6 +332,7 @@ impl Deployment {
             ("auto", Some("float32")) => profile.float32_downcast.clone(),
             ("auto", Some(d)) => d.to_string(),
             ("half" | "float16", _) => "float16".to_string(),
+            ("float" | "float32", _) => "float32".to_string(),
             ("auto", None) => "bfloat16".to_string(),
             (d, _) => d.to_string(),
         };

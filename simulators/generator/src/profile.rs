@@ -182,6 +182,9 @@ pub struct Profile {
     /// A worker's prefix before it decorates itself with its parallel ranks, where the release
     /// prefixes early records (`Worker`; 0.33: the multiprocessing name `VllmWorker-${rank}`).
     pub worker_early_name: String,
+    /// The multiprocessing name a worker's records carry before its constructor has run
+    /// (0.31+: records are named by the process's name until `decorate_logs`).
+    pub worker_mp_name: Option<String>,
     /// Python warnings (raw stderr, `${site}` allowed) a CPU worker prints as it patches
     /// Triton kernels with their CPU fallbacks (0.33).
     pub cpu_worker_warnings: Vec<String>,
@@ -403,6 +406,7 @@ struct RawProfile {
     logging_from_args: Option<bool>,
     torch_import_warnings: Option<Vec<String>>,
     worker_early_name: Option<String>,
+    worker_mp_name: Option<String>,
     cpu_worker_warnings: Option<Vec<String>>,
     #[serde(default)]
     msg: BTreeMap<String, MsgSpec>,
@@ -610,6 +614,10 @@ fn resolve(name: &str, raw: &RawProfile, all: &[(String, RawProfile)]) -> Profil
             .clone()
             .or_else(|| base.as_ref().map(|b| b.worker_early_name.clone()))
             .unwrap_or_else(|| "Worker".into()),
+        worker_mp_name: raw
+            .worker_mp_name
+            .clone()
+            .or_else(|| base.as_ref().and_then(|b| b.worker_mp_name.clone())),
         cpu_worker_warnings: raw
             .cpu_worker_warnings
             .clone()

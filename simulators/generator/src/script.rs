@@ -663,6 +663,8 @@ fn api_server_config(b: &mut Builder<'_>, l: &Launch) -> Step {
     // argparse runs before anything is logged (but after `import vllm`).
     if l.gpu_less {
         cpu::import_preamble(b, API);
+    } else {
+        b.torch_import_warnings(API);
     }
     if let Some(Failure::Cli(problem)) = failure {
         cli_error(b, problem);
@@ -893,11 +895,14 @@ fn engine_core(b: &mut Builder<'_>, l: &mut Launch) -> Step {
     if l.gpu_less {
         cpu::import_preamble(b, eng);
         b.advance_ms(eng, 1000, 4000);
-    } else if p.platform_detected_level != "DEBUG" {
-        // Printed at import time, before the prefix is set.
-        b.prefixed[eng] = false;
-        platform_line(b, eng);
-        b.prefixed[eng] = true;
+    } else {
+        b.torch_import_warnings(eng);
+        if p.platform_detected_level != "DEBUG" {
+            // Printed at import time, before the prefix is set.
+            b.prefixed[eng] = false;
+            platform_line(b, eng);
+            b.prefixed[eng] = true;
+        }
     }
     b.log(eng, "engine_waiting_init", &[]);
     let config = engine_config(b, d);
@@ -1019,6 +1024,9 @@ fn spawn_workers(b: &mut Builder<'_>, l: &mut Launch) -> Step {
                 t,
                 pre,
             );
+            if !on_cpu {
+                b.torch_import_warnings(w);
+            }
             if d.ray {
                 // A Ray actor: Ray prints its lines through the driver (the engine core).
                 let node = d.node_of(r) as usize;
@@ -1052,6 +1060,15 @@ fn distributed_init(b: &mut Builder<'_>, l: &mut Launch) -> Step {
     let world = d.world;
     let port = b.vars["dist_port"].clone();
     let pcie = d.gpu.interconnect == crate::catalog::Interconnect::Pcie;
+    // The multiprocessing executor's ranks meet through one file store (0.28+), Ray's through
+    // TCP.
+    let file_store = !d.ray && p.msg("world_size_file").is_some();
+    let dist_file = if file_store {
+        let mut rng = b.d_rng();
+        format!("{:016x}{:016x}", rng.next_u64(), rng.next_u64())
+    } else {
+        String::new()
+    };
     for (r, &w) in workers.iter().enumerate() {
         if p.platform_detected_level != "DEBUG" {
             let pre = b.prefixed[w];
@@ -1062,8 +1079,13 @@ fn distributed_init(b: &mut Builder<'_>, l: &mut Launch) -> Step {
         b.advance_ms(w, 500, 2500);
         b.log(
             w,
-            "world_size",
+            if file_store {
+                "world_size_file"
+            } else {
+                "world_size"
+            },
             &[
+                ("dist_file", dist_file.clone()),
                 ("rank", r.to_string()),
                 ("local_rank", (r as u32 % d.gpus_per_node()).to_string()),
                 (
@@ -2105,8 +2127,7 @@ fn cli_error(b: &mut Builder<'_>, problem: &CliProblem) {
     b.mark_root(idx, mark);
 }
 
-/// A configuration error raised in the API server process (uncaught, printed to stderr).
-/// `get_config` under `with_retry` (0.33): a parse error is logged with "retrying 1 of 2", tried
+/// `get_config` under `with_retry` (0.27+): a parse error is logged with "retrying 1 of 2", tried
 /// again two seconds later, logged once more and raised. `exc` is the pydantic error the config
 /// raises; the records carry the validator's message.
 fn config_parse_retries(b: &mut Builder<'_>, exc: &str) -> Option<usize> {
@@ -2122,6 +2143,7 @@ fn config_parse_retries(b: &mut Builder<'_>, exc: &str) -> Option<usize> {
     first
 }
 
+/// A configuration error raised in the API server process (uncaught, printed to stderr).
 fn api_config_error(b: &mut Builder<'_>, exc: &str, stacks: &[&str]) {
     let p = b.p;
     let legacy_v0 = p.engine == Engine::V0 && !b.d.version.has(Switch::V0NamespaceArgs);

@@ -376,6 +376,20 @@ fn executor_workers_fail(
         return;
     }
     b.log(eng, "omp_binding_info", &[("info", omp_plan(b, n))]);
+    // They fail in their constructor, while their records still carry the process's
+    // multiprocessing name.
+    let workers: Vec<usize> = workers
+        .iter()
+        .enumerate()
+        .map(|(r, &w)| match &p.worker_mp_name {
+            Some(name) => {
+                let name = b.fill(name, &[("rank", r.to_string())]);
+                b.decorate(w, name)
+            }
+            None => w,
+        })
+        .collect();
+    let workers = workers.as_slice();
     let mut t_fail = Vec::new();
     for &w in workers {
         import_preamble(b, w);
