@@ -206,9 +206,7 @@ pub fn measure_public(real_dir: &Path, dir: &ScenarioDir) -> Result<Vec<PublicCo
 /// read from where the vLLM text starts (collector prefixes dropped).
 pub fn vllm_templates(bytes: &[u8]) -> BTreeSet<String> {
     let layers = triage::layers::Layers::learn(bytes);
-    bytes
-        .split(|&b| b == b'\n')
-        .flat_map(|l| l.split(|&b| b == b'\r'))
+    physical_lines(bytes)
         .filter_map(|l| {
             let p = triage::grammar::parse_line_in(l, &layers);
             let vllm = p.process.is_some() || p.location.is_some();
@@ -218,11 +216,16 @@ pub fn vllm_templates(bytes: &[u8]) -> BTreeSet<String> {
         .collect()
 }
 
-/// The distinct line templates of a log.
-pub fn templates(bytes: &[u8]) -> BTreeSet<String> {
+/// A log's lines as a terminal shows them: split at `\n` and at `\r`.
+fn physical_lines(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
     bytes
         .split(|&b| b == b'\n')
         .flat_map(|l| l.split(|&b| b == b'\r'))
+}
+
+/// The distinct line templates of a log.
+pub fn templates(bytes: &[u8]) -> BTreeSet<String> {
+    physical_lines(bytes)
         .map(template)
         .filter(|t| !t.trim().is_empty())
         .collect()

@@ -930,14 +930,8 @@ impl Serving {
 /// argparse's error line of vLLM's CLI (`vllm serve: error: argument …`, `api_server.py: error:
 /// unrecognized arguments: …`): `parser.error()` prints it and exits with status 2.
 fn is_argparse_exit(body: &str) -> bool {
-    body.split_once(": error: ").is_some_and(|(prog, _)| {
-        !prog.is_empty()
-            && prog.len() < 60
-            && (prog.contains("vllm") || prog.contains("api_server"))
-            && prog
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | ' ' | '/'))
-    })
+    super::layers::argparse_error_prog(body)
+        .is_some_and(|prog| prog.contains("vllm") || prog.contains("api_server"))
 }
 
 /// A line of the engine's periodic statistics that shows it at work.

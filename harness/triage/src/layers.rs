@@ -209,9 +209,11 @@ fn is_anchor_at(s: &str, cli: bool) -> bool {
 
 /// argparse's `usage: vllm serve …` and `vllm serve: error: …` lines.
 fn is_cli_error_at(s: &str) -> bool {
-    if s.starts_with("usage: ") {
-        return true;
-    }
+    s.starts_with("usage: ") || argparse_error_prog(s).is_some()
+}
+
+/// The program name of argparse's error line (`vllm serve: error: …` → `vllm serve`).
+pub(crate) fn argparse_error_prog(s: &str) -> Option<&str> {
     // The program name is short: look no further than its bound (this runs at every position
     // of a sampled line).
     let end = s.len().min(70);
@@ -219,10 +221,11 @@ fn is_cli_error_at(s: &str) -> bool {
         .find(|&e| s.is_char_boundary(e))
         .unwrap_or(s.len());
     match s[..end].find(": error: ") {
-        Some(p) if p > 0 && p < 60 => s[..p]
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | ' ' | '/')),
-        _ => false,
+        Some(p) if p > 0 && p < 60 => Some(&s[..p]).filter(|prog| {
+            prog.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | ' ' | '/'))
+        }),
+        _ => None,
     }
 }
 

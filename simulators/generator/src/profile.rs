@@ -467,6 +467,23 @@ fn resolve(name: &str, raw: &RawProfile, all: &[(String, RawProfile)]) -> Profil
                 .unwrap_or_else(|| panic!("{name}: missing {}", stringify!($f)))
         };
     }
+    // A field this profile may leave to its base, with the value when no profile sets it.
+    macro_rules! inherited {
+        ($f:ident, $default:expr) => {
+            raw.$f
+                .clone()
+                .or_else(|| base.as_ref().map(|b| b.$f.clone()))
+                .unwrap_or_else(|| $default)
+        };
+    }
+    // An optional field this profile may leave to its base.
+    macro_rules! inherited_opt {
+        ($f:ident) => {
+            raw.$f
+                .clone()
+                .or_else(|| base.as_ref().and_then(|b| b.$f.clone()))
+        };
+    }
     let python = raw
         .python
         .clone()
@@ -556,73 +573,26 @@ fn resolve(name: &str, raw: &RawProfile, all: &[(String, RawProfile)]) -> Profil
             "engine_config",
         ),
         cpu_engine: raw.cpu_engine.or(base.as_ref().and_then(|b| b.cpu_engine)),
-        engine_config_cpu: raw
-            .engine_config_cpu
-            .clone()
-            .or_else(|| base.as_ref().and_then(|b| b.engine_config_cpu.clone())),
-        namespace: raw
-            .namespace
-            .clone()
-            .or_else(|| base.as_ref().and_then(|b| b.namespace.clone())),
-        api_server_count_arg: raw
-            .api_server_count_arg
-            .or(base.as_ref().map(|b| b.api_server_count_arg))
-            .unwrap_or(true),
-        float32_downcast: raw
-            .float32_downcast
-            .clone()
-            .or_else(|| base.as_ref().map(|b| b.float32_downcast.clone()))
-            .unwrap_or_else(|| "bfloat16".into()),
-        reads_torch_dtype: raw
-            .reads_torch_dtype
-            .or(base.as_ref().map(|b| b.reads_torch_dtype))
-            .unwrap_or(false),
-        cpu_threads_bind_default: raw
-            .cpu_threads_bind_default
-            .clone()
-            .or_else(|| base.as_ref().map(|b| b.cpu_threads_bind_default.clone()))
-            .unwrap_or_else(|| "auto".into()),
-        triton_on_worker_import: raw
-            .triton_on_worker_import
-            .or(base.as_ref().map(|b| b.triton_on_worker_import))
-            .unwrap_or(false),
-        kv_cache_dtypes: raw
-            .kv_cache_dtypes
-            .clone()
-            .or_else(|| base.as_ref().map(|b| b.kv_cache_dtypes.clone()))
-            .unwrap_or_else(|| {
-                vllm_argv::KV_CACHE_DTYPES
-                    .iter()
-                    .map(|s| s.to_string())
-                    .collect()
-            }),
-        stream_prefixed: raw
-            .stream_prefixed
-            .or(base.as_ref().map(|b| b.stream_prefixed))
-            .unwrap_or(true),
-        logging_from_args: raw
-            .logging_from_args
-            .or(base.as_ref().map(|b| b.logging_from_args))
-            .unwrap_or(false),
-        torch_import_warnings: raw
-            .torch_import_warnings
-            .clone()
-            .or_else(|| base.as_ref().map(|b| b.torch_import_warnings.clone()))
-            .unwrap_or_default(),
-        worker_early_name: raw
-            .worker_early_name
-            .clone()
-            .or_else(|| base.as_ref().map(|b| b.worker_early_name.clone()))
-            .unwrap_or_else(|| "Worker".into()),
-        worker_mp_name: raw
-            .worker_mp_name
-            .clone()
-            .or_else(|| base.as_ref().and_then(|b| b.worker_mp_name.clone())),
-        cpu_worker_warnings: raw
-            .cpu_worker_warnings
-            .clone()
-            .or_else(|| base.as_ref().map(|b| b.cpu_worker_warnings.clone()))
-            .unwrap_or_default(),
+        engine_config_cpu: inherited_opt!(engine_config_cpu),
+        namespace: inherited_opt!(namespace),
+        api_server_count_arg: inherited!(api_server_count_arg, true),
+        float32_downcast: inherited!(float32_downcast, "bfloat16".into()),
+        reads_torch_dtype: inherited!(reads_torch_dtype, false),
+        cpu_threads_bind_default: inherited!(cpu_threads_bind_default, "auto".into()),
+        triton_on_worker_import: inherited!(triton_on_worker_import, false),
+        kv_cache_dtypes: inherited!(
+            kv_cache_dtypes,
+            vllm_argv::KV_CACHE_DTYPES
+                .iter()
+                .map(|s| s.to_string())
+                .collect()
+        ),
+        stream_prefixed: inherited!(stream_prefixed, true),
+        logging_from_args: inherited!(logging_from_args, false),
+        torch_import_warnings: inherited!(torch_import_warnings, Default::default()),
+        worker_early_name: inherited!(worker_early_name, "Worker".into()),
+        worker_mp_name: inherited_opt!(worker_mp_name),
+        cpu_worker_warnings: inherited!(cpu_worker_warnings, Default::default()),
         msg,
         error,
         stack,
