@@ -1,4 +1,4 @@
-//! Project automation: `cargo xtask scenario | ci | bench | tidy | image | fuzz | capture | realism | corpus`.
+//! Project automation: `cargo xtask scenario | ci | bench | tidy | image | fuzz | capture | realism | corpus | wheel-check`.
 //! Everything the project needs to build, test and measure itself lives here (no shell scripts
 //! beyond `.ci/run`).
 
@@ -10,6 +10,7 @@ mod fuzz;
 mod image;
 mod realism;
 mod tidy;
+mod wheel;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
@@ -41,6 +42,8 @@ enum Cmd {
     Fuzz(fuzz::FuzzArgs),
     /// Benchmarks: criterion suite, triage vs rg, peak memory, baselines (--save / --baseline).
     Bench(bench::BenchArgs),
+    /// Check a profile's [file:line] of every message and frame against a vLLM wheel's source (local: downloads the wheel).
+    WheelCheck(wheel::WheelCheckArgs),
 }
 
 /// Runs this same xtask command again, built with the container runner (a separate build, so
@@ -93,6 +96,7 @@ fn main() -> Result<()> {
         Cmd::Realism(a) => realism::run(a)?,
         Cmd::Corpus(a) => corpus::run(a)?,
         Cmd::Capture(a) => capture::run(a)?,
+        Cmd::WheelCheck(a) => wheel::run(a)?,
     };
     std::process::exit(code);
 }

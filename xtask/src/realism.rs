@@ -38,8 +38,8 @@ pub fn run(a: RealismArgs) -> Result<i32> {
         return Ok(1);
     }
     println!(
-        "{:<10} {:<34} {:>9} {:>9} {:>9} {:>9} {:>9}",
-        "vllm", "capture", "real", "simulated", "shared", "recall", "precision"
+        "{:<10} {:<34} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10}",
+        "vllm", "capture", "real", "simulated", "shared", "recall", "precision", "locations"
     );
     #[derive(Default)]
     struct Sum {
@@ -47,19 +47,22 @@ pub fn run(a: RealismArgs) -> Result<i32> {
         simulated: usize,
         shared: usize,
         captures: usize,
+        locations: usize,
+        locations_shared: usize,
     }
     let mut per_version: BTreeMap<String, Sum> = BTreeMap::new();
     let mut below = Vec::new();
     for c in &covs {
         println!(
-            "{:<10} {:<34} {:>9} {:>9} {:>9} {:>8.1}% {:>8.1}%",
+            "{:<10} {:<34} {:>9} {:>9} {:>9} {:>8.1}% {:>8.1}% {:>9.1}%",
             c.version,
             c.file,
             c.templates,
             c.simulated,
             c.covered,
             c.ratio() * 100.0,
-            c.precision() * 100.0
+            c.precision() * 100.0,
+            c.location_ratio() * 100.0
         );
         if a.verbose {
             for m in &c.missing {
@@ -68,12 +71,17 @@ pub fn run(a: RealismArgs) -> Result<i32> {
             for m in &c.invented {
                 println!("    invented: {m}");
             }
+            for m in &c.missing_locations {
+                println!("    location missing: {m}");
+            }
         }
         let e = per_version.entry(c.version.clone()).or_default();
         e.real += c.templates;
         e.simulated += c.simulated;
         e.shared += c.covered;
         e.captures += 1;
+        e.locations += c.locations;
+        e.locations_shared += c.locations_covered;
         if c.ratio() < COVERAGE_MIN || c.precision() < COVERAGE_MIN {
             below.push(format!("{} {}", c.version, c.file));
         }
@@ -83,23 +91,29 @@ pub fn run(a: RealismArgs) -> Result<i32> {
     let mut all = Sum::default();
     for (v, s) in &per_version {
         println!(
-            "vLLM {v:<10} {} captures: recall {:.1}% of {} real templates, precision {:.1}% of {} simulated",
+            "vLLM {v:<10} {} captures: recall {:.1}% of {} real templates, precision {:.1}% of {} simulated, locations {:.1}% of {}",
             s.captures,
             pct(s.shared, s.real),
             s.real,
             pct(s.shared, s.simulated),
-            s.simulated
+            s.simulated,
+            pct(s.locations_shared, s.locations),
+            s.locations
         );
         all.real += s.real;
         all.simulated += s.simulated;
         all.shared += s.shared;
+        all.locations += s.locations;
+        all.locations_shared += s.locations_shared;
     }
     println!(
-        "overall: recall {:.1}% of {} real templates, precision {:.1}% of {} simulated, across {} captures",
+        "overall: recall {:.1}% of {} real templates, precision {:.1}% of {} simulated, source locations {:.1}% of {}, across {} captures",
         pct(all.shared, all.real),
         all.real,
         pct(all.shared, all.simulated),
         all.simulated,
+        pct(all.locations_shared, all.locations),
+        all.locations,
         covs.len()
     );
     if !below.is_empty() {

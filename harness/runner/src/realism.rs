@@ -35,6 +35,13 @@ pub struct Coverage {
     pub missing: Vec<String>,
     /// Templates of the simulation the capture lacks (invented, or from another path).
     pub invented: Vec<String>,
+    /// Distinct source locations of the capture: `[file.py:N]` of its records and
+    /// `package/…/file.py:N` of its traceback frames (which templates mask).
+    pub locations: usize,
+    /// Of them, those the simulated log also names.
+    pub locations_covered: usize,
+    /// The capture's locations the simulation lacks or puts at another line.
+    pub missing_locations: Vec<String>,
 }
 
 impl Coverage {
@@ -46,6 +53,11 @@ impl Coverage {
     /// Precision: the share of the simulated templates real vLLM printed.
     pub fn precision(&self) -> f64 {
         share(self.covered, self.simulated)
+    }
+
+    /// The share of the capture's source locations (`file:line`) the simulation names.
+    pub fn location_ratio(&self) -> f64 {
+        share(self.locations_covered, self.locations)
     }
 }
 
@@ -123,6 +135,11 @@ pub fn measure(real_dir: &Path, dir: &ScenarioDir) -> Result<Vec<Coverage>, Stri
             let have = templates(&sim);
             let missing: Vec<String> = want.difference(&have).cloned().collect();
             let invented: Vec<String> = have.difference(&want).cloned().collect();
+            let real_locations = locations(&real);
+            let missing_locations: Vec<String> = real_locations
+                .difference(&locations(&sim))
+                .cloned()
+                .collect();
             out.push(Coverage {
                 version: l.vllm_version.clone(),
                 file: l.file.clone(),
@@ -132,6 +149,9 @@ pub fn measure(real_dir: &Path, dir: &ScenarioDir) -> Result<Vec<Coverage>, Stri
                 simulated: have.len(),
                 missing,
                 invented,
+                locations: real_locations.len(),
+                locations_covered: real_locations.len() - missing_locations.len(),
+                missing_locations,
             });
         }
     }
@@ -221,6 +241,45 @@ fn physical_lines(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
     bytes
         .split(|&b| b == b'\n')
         .flat_map(|l| l.split(|&b| b == b'\r'))
+}
+
+/// The distinct source locations a log names: `file.py:N` of a record header (`[file.py:N]`) and
+/// `PATH:N` of a traceback frame (`File "…/PATH", line N, in …`), PATH read after
+/// `site-packages/` or, outside it, the file's name.
+pub fn locations(bytes: &[u8]) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for l in physical_lines(bytes) {
+        let text = String::from_utf8_lossy(l);
+        let text = triage::grammar::strip_ansi(&text);
+        let mut rest = text.as_ref();
+        while let Some(i) = rest.find(".py:") {
+            let start = rest[..i].rfind(['[', ' ']).map_or(0, |p| p + 1);
+            let digits: String = rest[i + 4..]
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect();
+            if rest[..start].ends_with('[')
+                && !digits.is_empty()
+                && rest[i + 4 + digits.len()..].starts_with(']')
+            {
+                out.insert(format!("{}.py:{digits}", &rest[start..i]));
+            }
+            rest = &rest[i + 4..];
+        }
+        if let Some(frame) = text.trim_start().strip_prefix("File \"") {
+            if let Some((path, tail)) = frame.split_once("\", line ") {
+                let line: String = tail.chars().take_while(char::is_ascii_digit).collect();
+                let path = ["site-packages/", "dist-packages/"]
+                    .iter()
+                    .find_map(|m| path.split_once(m).map(|(_, p)| p))
+                    .unwrap_or_else(|| path.rsplit('/').next().unwrap_or(path));
+                if !line.is_empty() {
+                    out.insert(format!("{path}:{line}"));
+                }
+            }
+        }
+    }
+    out
 }
 
 /// The distinct line templates of a log.

@@ -67,7 +67,7 @@ pub enum WorkerNaming {
 }
 
 /// Which ranks print a per-rank "once" message.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RankScope {
     /// Only rank 0 (`scope="local"`/`"global"`, v0.13+).

@@ -64,6 +64,46 @@ fn every_capture_is_covered_by_the_simulator_and_nothing_invented() {
     );
 }
 
+/// Per release, the simulated logs name the source locations real vLLM printed — `[file.py:N]` of
+/// its records, `path:N` of its traceback frames — at the same lines (templates mask numbers, so
+/// this is where a profile's line numbers are measured against real output).
+#[test]
+fn every_release_prints_its_records_and_frames_at_real_vllm_lines() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let dir = ScenarioDir {
+        root: root.join("scenarios"),
+    };
+    let covs =
+        realism::measure(&root.join("scenarios/real"), &dir).unwrap_or_else(|e| panic!("{e}"));
+    let mut per_release: std::collections::BTreeMap<&str, (usize, usize, Vec<String>)> =
+        Default::default();
+    for c in &covs {
+        let e = per_release.entry(c.version.as_str()).or_default();
+        e.0 += c.locations;
+        e.1 += c.locations_covered;
+        e.2.extend(
+            c.missing_locations
+                .iter()
+                .map(|m| format!("{}: {m}", c.file)),
+        );
+    }
+    assert!(per_release.values().all(|(all, _, _)| *all > 0));
+    for (version, (all, covered, missing)) in &per_release {
+        let share = *covered as f64 / *all as f64;
+        eprintln!(
+            "vllm-{version}: {covered} of {all} source locations ({:.1}%)",
+            share * 100.0
+        );
+        assert!(
+            share >= COVERAGE_MIN,
+            "vllm-{version}: the simulation names {covered} of the {all} source locations real \
+             vLLM printed (below {:.0}%; cargo xtask realism --verbose, cargo xtask wheel-check):\n{}",
+            COVERAGE_MIN * 100.0,
+            missing.join("\n")
+        );
+    }
+}
+
 /// Every twin scenario (`real = …`) names a labelled public log whose labelled root cause is the
 /// one the twin expects, and shares vLLM lines with it; `cargo xtask realism --public` prints how
 /// many.
