@@ -583,8 +583,11 @@ fn check_frame(tree: &Tree, f: &Frame) -> Finding {
     let Some(lines) = tree.files.get(&f.path) else {
         return Finding::Missing(format!("{} is not in the wheel", f.path));
     };
+    // A lambda's or a comprehension's frame is named by its kind, not by a `def`.
+    let anonymous = f.function.starts_with('<') && f.function != "<module>";
     let in_function = |i: usize| {
-        f.function == "<module>" && enclosing_def(lines, i).is_none()
+        anonymous
+            || f.function == "<module>" && enclosing_def(lines, i).is_none()
             || enclosing_def(lines, i) == Some(f.function.as_str())
     };
     let line = f.line as usize;

@@ -188,6 +188,16 @@ pub struct Profile {
     /// Python warnings (raw stderr, `${site}` allowed) a CPU worker prints as it patches
     /// Triton kernels with their CPU fallbacks (0.33).
     pub cpu_worker_warnings: Vec<String>,
+    /// The platform's messages a CPU worker logs while it imports its modules, in order (0.33:
+    /// FlashInfer disabled, then vLLM's AVX2 kernels failing to load; 0.24: the AVX2 failure once
+    /// per module that imports the kernels, four times).
+    pub cpu_worker_kernel_warnings: Vec<String>,
+    /// Whether failed CPU workers are still running when the executor's five-second grace
+    /// period ends, so that it sends them SIGTERM (0.33's captures; at 0.24 they exit in it).
+    pub cpu_workers_outlive_grace: bool,
+    /// Messages the API server logs on the CPU platform once its scheduler config is built, in
+    /// order (0.24: the IR op priority, then Model Runner V2 falling back without Triton).
+    pub cpu_config_notes: Vec<String>,
     pub msg: BTreeMap<String, MsgSpec>,
     pub error: BTreeMap<String, String>,
     pub stack: BTreeMap<String, Vec<Frame>>,
@@ -408,6 +418,9 @@ struct RawProfile {
     worker_early_name: Option<String>,
     worker_mp_name: Option<String>,
     cpu_worker_warnings: Option<Vec<String>>,
+    cpu_worker_kernel_warnings: Option<Vec<String>>,
+    cpu_workers_outlive_grace: Option<bool>,
+    cpu_config_notes: Option<Vec<String>>,
     #[serde(default)]
     msg: BTreeMap<String, MsgSpec>,
     /// Messages a release no longer (or not yet) prints.
@@ -593,6 +606,12 @@ fn resolve(name: &str, raw: &RawProfile, all: &[(String, RawProfile)]) -> Profil
         worker_early_name: inherited!(worker_early_name, "Worker".into()),
         worker_mp_name: inherited_opt!(worker_mp_name),
         cpu_worker_warnings: inherited!(cpu_worker_warnings, Default::default()),
+        cpu_worker_kernel_warnings: inherited!(
+            cpu_worker_kernel_warnings,
+            vec!["flashinfer_disabled".into(), "import_c_avx2_failed".into()]
+        ),
+        cpu_workers_outlive_grace: inherited!(cpu_workers_outlive_grace, false),
+        cpu_config_notes: inherited!(cpu_config_notes, Default::default()),
         msg,
         error,
         stack,

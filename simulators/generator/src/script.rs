@@ -253,6 +253,16 @@ impl<'a> Builder<'a> {
         self.procs.len() - 1
     }
 
+    /// The same process before it decorates its logs: from now on it writes without a prefix.
+    fn undecorated(&mut self, proc: usize) -> usize {
+        let p = self.procs[proc].clone();
+        let t = self.clocks[proc];
+        self.procs.push(p);
+        self.clocks.push(t);
+        self.prefixed.push(false);
+        self.procs.len() - 1
+    }
+
     /// A collective: every process continues when the last one arrives.
     fn barrier(&mut self, procs: &[usize]) {
         let t = procs
@@ -842,6 +852,11 @@ fn api_server_config(b: &mut Builder<'_>, l: &Launch) -> Step {
         b.log(API, "async_disabled", &[]);
     } else {
         b.log(API, "async_scheduling", &[]);
+    }
+    if on_cpu {
+        for id in &p.cpu_config_notes {
+            b.log(API, id, &[]);
+        }
     }
     if let Some(Selection::Chosen {
         forced_block_size: Some(bs),

@@ -71,17 +71,31 @@ pub(super) fn import_preamble(b: &mut Builder<'_>, proc: usize) {
 /// `unconfigured`: logged before logging is set up (the bare message).
 pub(super) fn platform_warnings(b: &mut Builder<'_>, proc: usize, unconfigured: bool) {
     let cpu = b.d.platform == Platform::CpuPlugin;
-    let (id, module) = if cpu {
-        ("import_c_avx2_failed", "vllm._C_AVX2")
+    let kernels = if cpu {
+        "import_c_avx2_failed"
     } else {
-        ("import_c_failed", "vllm._C")
+        "import_c_failed"
     };
-    let error = format!("ModuleNotFoundError(\"No module named '{module}'\")");
-    let lines: [(&str, Vec<(&str, String)>); 2] = [
-        ("flashinfer_disabled", vec![]),
-        (id, vec![("error", error)]),
-    ];
-    for (id, extra) in lines {
+    log_platform_warnings(b, proc, &["flashinfer_disabled", kernels], unconfigured);
+}
+
+/// Logs the platform's messages `ids`: a kernel library that does not load names its module.
+fn log_platform_warnings(b: &mut Builder<'_>, proc: usize, ids: &[&str], unconfigured: bool) {
+    for &id in ids {
+        let module = match id {
+            "import_c_avx2_failed" => Some("vllm._C_AVX2"),
+            "import_c_failed" => Some("vllm._C"),
+            _ => None,
+        };
+        let extra: Vec<(&str, String)> = module
+            .map(|m| {
+                (
+                    "error",
+                    format!("ModuleNotFoundError(\"No module named '{m}'\")"),
+                )
+            })
+            .into_iter()
+            .collect();
         if unconfigured {
             b.log_unconfigured(proc, id, &extra);
         } else {
@@ -376,8 +390,8 @@ fn executor_workers_fail(
         return;
     }
     b.log(eng, "omp_binding_info", &[("info", omp_plan(b, n))]);
-    // They fail in their constructor, while their records still carry the process's
-    // multiprocessing name.
+    // They fail in their constructor, before they decorate their logs: their records carry the
+    // process's multiprocessing name (0.31+) or no prefix at all.
     let workers: Vec<usize> = workers
         .iter()
         .enumerate()
@@ -386,7 +400,7 @@ fn executor_workers_fail(
                 let name = b.fill(name, &[("rank", r.to_string())]);
                 b.decorate(w, name)
             }
-            None => w,
+            None => b.undecorated(w),
         })
         .collect();
     let workers = workers.as_slice();
@@ -394,7 +408,12 @@ fn executor_workers_fail(
     for &w in workers {
         import_preamble(b, w);
         b.advance_ms(w, 7000, 11000);
-        platform_warnings(b, w, false);
+        let kernels: Vec<&str> = p
+            .cpu_worker_kernel_warnings
+            .iter()
+            .map(String::as_str)
+            .collect();
+        log_platform_warnings(b, w, &kernels, false);
         for text in &p.cpu_worker_warnings {
             let text = b.fill(text, &[]);
             b.raw(w, text);
@@ -427,8 +446,13 @@ fn executor_workers_fail(
     b.mark_root(idx, line);
     b.set_time(eng, t0.plus_ms(b.rng.range(5, 60)));
     b.log(eng, "executor_waiting_workers", &[("count", n.to_string())]);
-    b.set_time(eng, t0.plus_ms(5000 + b.rng.range(5, 60)));
-    b.log(eng, "executor_workers_sigterm", &[("count", n.to_string())]);
+    if p.cpu_workers_outlive_grace {
+        b.set_time(eng, t0.plus_ms(5000 + b.rng.range(5, 60)));
+        b.log(eng, "executor_workers_sigterm", &[("count", n.to_string())]);
+    } else {
+        b.set_time(eng, t0.plus_ms(b.rng.range(1000, 3000)));
+        b.log(eng, "executor_workers_exited", &[]);
+    }
     let tb = Traceback::new(p.error("worker_init_failed").to_string())
         .with(p, "engine_core_init")
         .with(p, "engine_core_executor");

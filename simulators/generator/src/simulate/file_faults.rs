@@ -147,10 +147,13 @@ impl<'a, 'r> FileAssembly<'a, 'r> {
         let a_r = render_launch(&a, renderer, seed.derive("old", 0), SPLIT_PERCENT);
         let (a_before, a_after) = split_at_time(&a_r, t_trunc);
         let b_r = render_launch(&b, renderer, seed.derive("new", 0), SPLIT_PERCENT);
-        // A's writes continue a little after the truncation.
+        // A's writes continue after the truncation: a failing A until it has exited, a serving
+        // one for a while (the window a reader of the file sees).
         let mut a_tail = a_after;
-        let b_end = b.end;
-        a_tail.chunks.retain(|c| c.t <= b_end.plus_ms(30_000));
+        if a_dep.failure.is_none() {
+            let b_end = b.end;
+            a_tail.chunks.retain(|c| c.t <= b_end.plus_ms(30_000));
+        }
         for c in &mut a_tail.chunks {
             c.mark = None;
         }
