@@ -510,7 +510,20 @@ impl Deployment {
     }
 
     fn first_failure(&mut self, s: &Scenario, derived_max: u64) -> Option<Failure> {
-        let args = self.args.clone();
+        let mut args = self.args.clone();
+        // A `--kv-cache-dtype` value another release takes is refused as this one refuses it.
+        if args.problem.is_none()
+            && args.kv_cache_dtype_explicit
+            && !Profile::for_version(self.version)
+                .kv_cache_dtypes
+                .contains(&args.kv_cache_dtype)
+        {
+            args.problem = Some(CliProblem::InvalidChoice {
+                flag: "--kv-cache-dtype".into(),
+                value: args.kv_cache_dtype.clone(),
+                choices: vllm_argv::KV_CACHE_DTYPES,
+            });
+        }
         // An unknown `--kv-cache-dtype` reaches `CacheConfig` in releases whose argparse no
         // longer lists the choices.
         let kv_dtype_in_config = match &args.problem {
@@ -842,6 +855,26 @@ mod tests {
 
     fn id(s: &Scenario) -> Option<&'static str> {
         Deployment::derive(s, &s.args).failure.map(|f| f.id())
+    }
+
+    #[test]
+    fn a_kv_cache_dtype_is_taken_or_refused_as_its_release_does() {
+        let run = |kv: &str, v: &str| {
+            let cmd = format!("vllm serve meta-llama/Llama-3.1-8B-Instruct --kv-cache-dtype {kv}");
+            id(&scenario("", &cmd, "h100", 1, "llama-3.1-8b", v))
+        };
+        // float16 from 0.18, nvfp4 by 0.24, octave_* at 0.33 (CacheConfig's own check there). A
+        // value the release takes passes the command line (what the attention backends make
+        // of it is the selector's business).
+        let cli = Some("cli_argument_error");
+        assert_eq!(run("float16", "0.16.0"), cli);
+        assert_ne!(run("float16", "0.18.1"), cli);
+        assert_eq!(run("nvfp4", "0.18.1"), cli);
+        assert_ne!(run("nvfp4", "0.24.0"), cli);
+        assert_eq!(run("octave_k3v4", "0.24.0"), cli);
+        let at_033 = run("octave_k3v4", "0.33.0");
+        assert!(at_033 != cli && at_033 != Some("config_validation_error"));
+        assert_eq!(run("nonsense", "0.33.0"), Some("config_validation_error"));
     }
 
     #[test]

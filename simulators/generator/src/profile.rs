@@ -595,7 +595,7 @@ fn resolve(name: &str, raw: &RawProfile, all: &[(String, RawProfile)]) -> Profil
         triton_on_worker_import: inherited!(triton_on_worker_import, false),
         kv_cache_dtypes: inherited!(
             kv_cache_dtypes,
-            vllm_argv::KV_CACHE_DTYPES
+            vllm_argv::KV_CACHE_DTYPES_V0_15
                 .iter()
                 .map(|s| s.to_string())
                 .collect()

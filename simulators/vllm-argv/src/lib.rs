@@ -86,8 +86,37 @@ impl ArgValue {
     }
 }
 
-/// Valid `--kv-cache-dtype` values (v0.15).
+/// `--kv-cache-dtype` values some release accepts (0.15's list first, then later releases'
+/// additions: `float16` from 0.18, per-token-head, NVFP4 and TurboQuant caches by 0.24, more by 0.33).
+/// Which ones a given release takes is its profile's list: the simulator refuses the others
+/// as that release does.
 pub const KV_CACHE_DTYPES: &[&str] = &[
+    "auto",
+    "bfloat16",
+    "fp8",
+    "fp8_ds_mla",
+    "fp8_e4m3",
+    "fp8_e5m2",
+    "fp8_inc",
+    "float16",
+    "fp8_per_token_head",
+    "int8_per_token_head",
+    "nvfp4",
+    "turboquant_3bit_nc",
+    "turboquant_4bit_nc",
+    "turboquant_k3v4_nc",
+    "turboquant_k8v4",
+    "int4_per_token_head",
+    "nvfp4_4over6",
+    "nvfp4_ds_mla",
+    "octave_k3v3",
+    "octave_k3v3_compact",
+    "octave_k3v4",
+    "ultraquant_4bit",
+];
+
+/// The `--kv-cache-dtype` choices of v0.15, the default list of a release's profile.
+pub const KV_CACHE_DTYPES_V0_15: &[&str] = &[
     "auto",
     "bfloat16",
     "fp8",
