@@ -196,7 +196,7 @@ pub fn measure_public(real_dir: &Path, dir: &ScenarioDir) -> Result<Vec<PublicCo
         let path = real_dir.join(&real);
         let bytes = std::fs::read(&path).map_err(|e| {
             format!(
-                "{}: `real = \"{real}\"`: {}: {e}",
+                "{}: `real = {real:?}`: {}: {e}",
                 s.path.display(),
                 path.display()
             )

@@ -483,7 +483,8 @@ impl Scenario {
                     return Err(loc.at(
                         r.span(),
                         format!(
-                            "`real = \"{path}\"`: name a labelled log under scenarios/real/ \
+                            // Debug quoting escapes control characters of a hostile file.
+                            "`real = {path:?}`: name a labelled log under scenarios/real/ \
                              (`batch-07/408-x.log`)"
                         ),
                     ));
@@ -663,6 +664,16 @@ process = "Worker_TP*"
         let bad = format!("{GOOD}\nbogus = 1\n");
         let e = Scenario::from_toml(Path::new("x.toml"), &bad).unwrap_err();
         assert!(e.message.contains("unknown field"), "{e}");
+
+        // A hostile `real` path is quoted with its control characters escaped.
+        let bad = GOOD.replacen(
+            "summary",
+            "real = \"x\\u001b]0;pwn\\u0007.txt\"\nsummary",
+            1,
+        );
+        let e = Scenario::from_toml(Path::new("x.toml"), &bad).unwrap_err();
+        assert!(e.message.contains("labelled log"), "{e}");
+        assert!(!e.message.chars().any(|c| c.is_control()), "{e:?}");
     }
 
     #[test]
