@@ -799,8 +799,18 @@ fn api_server_config(b: &mut Builder<'_>, l: &Launch) -> Step {
             b.log(API, "cpu_uni_fallback", &[]);
         }
     }
-    if d.kv_cache_dtype.starts_with("fp8") {
-        b.log(API, "fp8_kv_cache", &[]);
+    // `CacheConfig` announces a quantized KV cache (before 0.24: any fp8 one, in fixed words;
+    // then every quantized one by name, per-token-head scales in their own words).
+    let kv = d.kv_cache_dtype.as_str();
+    if !matches!(kv, "auto" | "float16" | "bfloat16") {
+        let per_token_head =
+            kv.ends_with("_per_token_head") && p.msg("kv_per_token_head").is_some();
+        let id = if per_token_head {
+            "kv_per_token_head"
+        } else {
+            "fp8_kv_cache"
+        };
+        b.log(API, id, &[("kv_dtype", kv.to_string())]);
     }
     // `ParallelConfig`, after the cache config and before the scheduler config (0.12+).
     if let Some(Failure::WorldExceedsGpus { world, gpus }) = failure {
