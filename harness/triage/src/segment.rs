@@ -171,7 +171,31 @@ fn merge(b: &[u8], raw: Vec<(usize, usize, Mark, Option<u32>)>, layers: &Layers)
     let mut out: Vec<Boundary> = Vec::new();
     let mut last: Option<(usize, Mark, Option<u32>)> = None; // (line end offset, mark, pid)
     let starts: Vec<usize> = raw.iter().map(|r| r.0).collect();
+    // The API server (pid) of an older writer whose text follows an argparse exit: see below.
+    let mut older: Option<Option<u32>> = None;
     for (i, (ls, le, mark, pid)) in raw.into_iter().enumerate() {
+        // A line torn at its head (the tail of a record header, `7]   █…`) right after an
+        // argparse exit: a relaunch truncated the file and wrote its short output over the
+        // start of a server that was still writing, which goes on at its own offset. What
+        // follows is that older server's text, not a new launch — until a banner of another
+        // API server.
+        if let Some(older_pid) = older {
+            if !(mark == Mark::Banner && pid.is_some() && pid != older_pid) {
+                continue;
+            }
+            older = None;
+        } else if let Some((prev_end, Mark::Usage, _)) = last {
+            // Read after the prefixes a collector put in front of every line.
+            let torn = b[prev_end.min(ls)..le].split(|&c| c == b'\n').any(|l| {
+                let l = bounded(l);
+                let skip = parse_line_in(l, layers).container_prefix.min(l.len());
+                torn_header_tail(&l[skip..])
+            });
+            if torn {
+                older = Some(pid);
+                continue;
+            }
+        }
         // Text after a hole of NUL bytes comes from a writer that was already writing before
         // the file was truncated: an older launch, never the start of a new one.
         if let Some((prev_end, _, _)) = last {
@@ -220,6 +244,24 @@ fn merge(b: &[u8], raw: Vec<(usize, usize, Mark, Option<u32>)>, layers: &Layers)
         last = Some((le, mark, pid));
     }
     out
+}
+
+/// Whether a line starts with the tail of a vLLM record header (`7]  `, `py:347] `): what is
+/// left of a record whose head another writer overwrote.
+fn torn_header_tail(line: &[u8]) -> bool {
+    let Some(close) = memchr::memchr(b']', &line[..line.len().min(32)]) else {
+        return false;
+    };
+    let head = &line[..close];
+    let digits = head.iter().rev().take_while(|c| c.is_ascii_digit()).count();
+    digits > 0
+        && line.get(close + 1) == Some(&b' ')
+        && head[..head.len() - digits]
+            .iter()
+            .all(|&c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b':'))
+        && head[..head.len() - digits]
+            .last()
+            .is_none_or(|&c| c == b':')
 }
 
 /// Whether `text` (between an argparse `usage:` line and an engine line) holds only argparse's
@@ -405,6 +447,35 @@ pub fn pid_offset(b: &[u8], pid: u32, layers: &Layers) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_torn_line_after_an_argparse_exit_is_an_older_writer() {
+        // A relaunch with a typo truncated the file and wrote over the head of a server that was
+        // still writing: its records go on after the argparse error, the first one torn.
+        let log = "\
+usage: vllm serve [model_tag] [options]
+vllm serve: error: argument --tensor-parallel-size/-tp: invalid int value: 'abc'
+7]        █     █     █▄   ▄█\r
+(APIServer pid=5) INFO 12-03 17:15:25 [api_utils.py:347]  ▄▄ ▄█ █     █     █ ▀▄▀ █  version 0.31.0\r
+(APIServer pid=5) INFO 12-03 17:15:25 [api_utils.py:286] non-default args: {'model_tag': 'm'}
+(EngineCore pid=6) INFO 12-03 17:15:39 [core.py:129] Initializing a V1 LLM engine (v0.31.0) with config: x
+(APIServer pid=9) INFO 12-03 18:02:07 [api_utils.py:347] vLLM server version 0.31.0, serving model m
+";
+        let b = boundaries(log.as_bytes());
+        assert_eq!(b.len(), 2, "{b:?}");
+        assert_eq!(b[0].mark, Mark::Usage);
+        // Another API server's banner is a new launch again.
+        assert_eq!(b[1].pid, Some(9));
+        // Without the torn line, the banner after the exit is a launch of its own.
+        let whole = log.replace("7]        █     █     █▄   ▄█\r\n", "");
+        assert_eq!(boundaries(whole.as_bytes()).len(), 3);
+        assert!(torn_header_tail(b"py:347] x") && torn_header_tail(b"7]  x"));
+        assert!(
+            !torn_header_tail(b"[1] x")
+                && !torn_header_tail(b"a b] x")
+                && !torn_header_tail(b"ab] x")
+        );
+    }
 
     #[test]
     fn banner_and_args_are_one_launch() {

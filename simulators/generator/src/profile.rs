@@ -190,7 +190,8 @@ pub struct Profile {
     pub cpu_worker_warnings: Vec<String>,
     /// The platform's messages a CPU worker logs while it imports its modules, in order (0.33:
     /// FlashInfer disabled, then vLLM's AVX2 kernels failing to load; 0.24: the AVX2 failure once
-    /// per module that imports the kernels, four times).
+    /// per module that imports the kernels, four times). `python-warnings` marks where the
+    /// `cpu_worker_warnings` fall (default: after the list).
     pub cpu_worker_kernel_warnings: Vec<String>,
     /// Whether failed CPU workers are still running when the executor's five-second grace
     /// period ends, so that it sends them SIGTERM (0.33's captures; at 0.24 they exit in it).

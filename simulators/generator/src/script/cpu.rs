@@ -18,6 +18,10 @@ use crate::release::Switch;
 use crate::scenario::Platform;
 use crate::traceback::{exception_line_index, exception_message, Traceback};
 
+/// Where a CPU worker's Python warnings (`cpu_worker_warnings`) fall among its platform records
+/// (`cpu_worker_kernel_warnings`).
+const PYTHON_WARNINGS: &str = "python-warnings";
+
 /// What `import vllm._C` says on a host without the CUDA driver.
 const LIBCUDA_MISSING: &str =
     "ImportError('libcuda.so.1: cannot open shared object file: No such file or directory')";
@@ -408,16 +412,21 @@ fn executor_workers_fail(
     for &w in workers {
         import_preamble(b, w);
         b.advance_ms(w, 7000, 11000);
-        let kernels: Vec<&str> = p
+        // The platform's records in order; the Python warnings where the list says
+        // (`python-warnings`), else after them.
+        let ids: Vec<&str> = p
             .cpu_worker_kernel_warnings
             .iter()
             .map(String::as_str)
             .collect();
-        log_platform_warnings(b, w, &kernels, false);
+        let at = ids.iter().position(|&id| id == PYTHON_WARNINGS);
+        let (before, after) = ids.split_at(at.unwrap_or(ids.len()));
+        log_platform_warnings(b, w, before, false);
         for text in &p.cpu_worker_warnings {
             let text = b.fill(text, &[]);
             b.raw(w, text);
         }
+        log_platform_warnings(b, w, after.get(1..).unwrap_or_default(), false);
         b.advance_ms(w, 2500, 4000);
         t_fail.push(b.now(w));
     }
