@@ -200,8 +200,14 @@ pub fn triage(b: &[u8], opts: &Options<'_>) -> Output {
         return wrap(opts, v);
     }
     let target = if let Some(pid) = opts.pid {
+        // The launch that pid started (its API server's banner), else the launch its first
+        // line falls in: a launch's import-time lines (torch's glog warnings) come before its
+        // banner and carry its pid too.
         match segment::pid_offset(b, pid, &layers) {
-            Some(off) => launches.iter().rposition(|l| l.start <= off),
+            Some(off) => launches
+                .iter()
+                .rposition(|l| l.pid == Some(pid))
+                .or_else(|| launches.iter().rposition(|l| l.start <= off)),
             None => None,
         }
     } else {

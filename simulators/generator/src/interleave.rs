@@ -18,6 +18,8 @@ pub const STDIO_BUFFER_BYTES: usize = 8192;
 pub struct Chunk {
     pub t: SimTime,
     pub proc: usize,
+    /// The writing process's pid (a process that decorates its logs changes `proc`, not this).
+    pub pid: u32,
     pub bytes: Vec<u8>,
     /// Offset of the root-cause line inside this chunk.
     pub mark: Option<usize>,
@@ -82,6 +84,7 @@ pub fn render_launch(
                 pieces.push(Chunk {
                     t: ev.t,
                     proc: ev.proc,
+                    pid: proc.pid,
                     bytes: out.bytes[start..end].to_vec(),
                     mark,
                     ends_mid_line: end < out.bytes.len() && out.bytes[end - 1] != b'\n',
@@ -89,12 +92,15 @@ pub fn render_launch(
                 start = end;
             }
         } else {
+            // A progress bar's refresh ends without a newline.
+            let ends_mid_line = out.bytes.last().is_some_and(|&b| b != b'\n');
             pieces.push(Chunk {
                 t: ev.t,
                 proc: ev.proc,
+                pid: proc.pid,
                 bytes: out.bytes,
                 mark: out.mark_offset,
-                ends_mid_line: false,
+                ends_mid_line,
             });
         }
     }
@@ -114,13 +120,63 @@ pub fn render_launch(
             k += 1;
         }
     }
-    let interleaved = pieces
-        .windows(2)
-        .any(|w| w[0].ends_mid_line && w[1].proc != w[0].proc);
     RenderedLaunch {
+        interleaved: interleaved(&pieces),
         chunks: pieces,
-        interleaved,
     }
+}
+
+/// Whether a line of these writes, in file order, holds bytes of two writers as the text shows
+/// them: a write that ends mid-line followed by another process's, or by a record of the same
+/// process on a line that does not begin with that process's prefix (a bare progress bar left
+/// unfinished, then a log record: nothing on the line says they are one writer's) — not by the
+/// rest of a record split across writes, nor by the bar's next refresh.
+pub fn interleaved(chunks: &[Chunk]) -> bool {
+    // The pid in the prefix the current line begins with, if it begins with one.
+    let mut head: Option<u32> = None;
+    let mut at_line_start = true;
+    let mut prev: Option<&Chunk> = None;
+    for c in chunks {
+        if let Some(w0) = prev.filter(|p| p.ends_mid_line) {
+            let split = c.proc == w0.proc && is_continuation(w0, c);
+            let refresh = c.proc == w0.proc && c.bytes.first() == Some(&b'\r');
+            let own_line = c.pid == w0.pid && head == Some(c.pid);
+            if !split && !refresh && !own_line {
+                return true;
+            }
+        }
+        let tail = match c.bytes.iter().rposition(|&b| b == b'\n') {
+            Some(nl) => {
+                at_line_start = true;
+                &c.bytes[nl + 1..]
+            }
+            None => &c.bytes[..],
+        };
+        if at_line_start && !tail.is_empty() {
+            head = prefix_pid(tail);
+            at_line_start = false;
+        }
+        prev = Some(c);
+    }
+    false
+}
+
+/// The pid of the `(NAME pid=N)` prefix `line` begins with (after colour codes).
+fn prefix_pid(line: &[u8]) -> Option<u32> {
+    let mut l = line;
+    while let Some(rest) = l.strip_prefix(b"\x1b[") {
+        let end = rest.iter().position(|&b| b == b'm')?;
+        l = &rest[end + 1..];
+    }
+    let close = l.strip_prefix(b"(")?.iter().position(|&b| b == b')')?;
+    let inner = std::str::from_utf8(&l[1..1 + close]).ok()?;
+    inner
+        .rsplit_once("pid=")?
+        .1
+        .split(|c: char| !c.is_ascii_digit())
+        .next()?
+        .parse()
+        .ok()
 }
 
 fn is_continuation(a: &Chunk, b: &Chunk) -> bool {

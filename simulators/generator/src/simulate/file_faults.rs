@@ -397,7 +397,9 @@ fn split_at_time(r: &RenderedLaunch, t: SimTime) -> (RenderedLaunch, RenderedLau
             after.chunks.push(c.clone());
         }
     }
-    before.interleaved = r.interleaved;
+    // Each part's lines are its own: a line two writers share lies on one side of `t`.
+    before.interleaved = crate::interleave::interleaved(&before.chunks);
+    after.interleaved = crate::interleave::interleaved(&after.chunks);
     (before, after)
 }
 

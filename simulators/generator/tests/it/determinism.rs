@@ -30,6 +30,32 @@ fn same_seed_same_bytes_other_seed_other_bytes() {
     }
 }
 
+/// Every profile's release simulates every scenario it models the same way twice.
+#[test]
+fn every_release_is_deterministic() {
+    let all = scenarios();
+    for v in generator::profile::Profile::releases() {
+        for s in &all {
+            let opts = SimOptions {
+                seed: Seed(3),
+                vllm: Some(v),
+                ..SimOptions::default()
+            };
+            if s.at_version(v).unmodelled(v).is_some() {
+                continue;
+            }
+            let (a, ta) = simulate_to_vec(s, &opts);
+            let (b, tb) = simulate_to_vec(s, &opts);
+            assert!(
+                a == b,
+                "{} at vLLM {v}: two runs with seed 3 differ",
+                s.id()
+            );
+            assert_eq!(ta, tb, "{} at vLLM {v}: truths differ", s.id());
+        }
+    }
+}
+
 #[test]
 fn another_seed_changes_pids_and_timestamps() {
     let s = scenarios()
