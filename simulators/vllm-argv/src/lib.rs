@@ -115,17 +115,9 @@ pub const KV_CACHE_DTYPES: &[&str] = &[
     "ultraquant_4bit",
 ];
 
-/// The `--kv-cache-dtype` choices of v0.15, the default list of a release's profile.
-pub const KV_CACHE_DTYPES_V0_15: &[&str] = &[
-    "auto",
-    "bfloat16",
-    "fp8",
-    "fp8_ds_mla",
-    "fp8_e4m3",
-    "fp8_e5m2",
-    "fp8_inc",
-];
-
+/// The `--kv-cache-dtype` choices of v0.15 (the first seven above), the default list of a
+/// release's profile.
+pub const KV_CACHE_DTYPES_V0_15: &[&str] = KV_CACHE_DTYPES.split_at(7).0;
 const ATTENTION_BACKENDS: &[&str] = &[
     "FLASH_ATTN",
     "TRITON_ATTN",

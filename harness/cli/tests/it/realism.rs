@@ -13,14 +13,18 @@ use runner::realism::{self, COVERAGE_MIN};
 /// Templates of a failing capture (missing or invented) printed with the failure.
 const MISSING_SHOWN: usize = 12;
 
-#[test]
-fn every_capture_is_covered_by_the_simulator_and_nothing_invented() {
+/// Every capture of `scenarios/real/vllm-*/` against the simulation of its scenario.
+fn captures() -> Vec<realism::Coverage> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let dir = ScenarioDir {
         root: root.join("scenarios"),
     };
-    let covs =
-        realism::measure(&root.join("scenarios/real"), &dir).unwrap_or_else(|e| panic!("{e}"));
+    realism::measure(&root.join("scenarios/real"), &dir).unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn every_capture_is_covered_by_the_simulator_and_nothing_invented() {
+    let covs = captures();
 
     let versions: BTreeSet<&str> = covs.iter().map(|c| c.version.as_str()).collect();
     assert!(
@@ -69,12 +73,7 @@ fn every_capture_is_covered_by_the_simulator_and_nothing_invented() {
 /// this is where a profile's line numbers are measured against real output).
 #[test]
 fn every_release_prints_its_records_and_frames_at_real_vllm_lines() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let dir = ScenarioDir {
-        root: root.join("scenarios"),
-    };
-    let covs =
-        realism::measure(&root.join("scenarios/real"), &dir).unwrap_or_else(|e| panic!("{e}"));
+    let covs = captures();
     let mut per_release: std::collections::BTreeMap<&str, (usize, usize, Vec<String>)> =
         Default::default();
     for c in &covs {
