@@ -222,14 +222,16 @@ pub fn measure_public(real_dir: &Path, dir: &ScenarioDir) -> Result<Vec<PublicCo
     Ok(out)
 }
 
-/// The distinct templates of a log's vLLM lines (a vLLM header or a process prefix), each
-/// read from where the vLLM text starts (collector prefixes dropped).
+/// The distinct templates of a log's vLLM lines (a vLLM header or a process prefix; torch's glog
+/// and c10 records only with a process prefix), each read from where the vLLM text starts
+/// (collector prefixes dropped).
 pub fn vllm_templates(bytes: &[u8]) -> BTreeSet<String> {
     let layers = triage::layers::Layers::learn(bytes);
     physical_lines(bytes)
         .filter_map(|l| {
             let p = triage::grammar::parse_line_in(l, &layers);
-            let vllm = p.process.is_some() || p.location.is_some();
+            // vLLM's own records and what its processes print: not torch's glog or c10 lines.
+            let vllm = p.process.is_some() || p.header == triage::grammar::HeaderKind::Vllm;
             vllm.then(|| template(&l[p.container_prefix.min(l.len())..]))
         })
         .filter(|t| !t.trim().is_empty())
