@@ -71,6 +71,15 @@ pub fn run(a: WheelCheckArgs) -> Result<i32> {
             Profile::for_version(release)
         }
     };
+    if a.fix && profile.version != release {
+        bail!(
+            "--fix writes into the profile of the release checked, and vLLM {} has none (its \
+             nearest is {}): create data/profiles/v{}.toml inheriting it, then run --fix again",
+            a.vllm,
+            profile.version,
+            a.vllm
+        );
+    }
     let root = match &a.wheel {
         Some(w) => w.clone(),
         None => unpack(&a.vllm)?,
@@ -220,8 +229,11 @@ fn insert_under(lines: &mut Vec<String>, header: &str, entries: Vec<String>) -> 
         .iter()
         .position(|l| l.trim() == header)
         .with_context(|| format!("the profile has no {header} table"))?;
-    let mut block =
-        vec!["# Checked against the release's wheel (cargo xtask wheel-check --fix).".to_string()];
+    let mut block = vec![
+        "# Lines read in the release's wheel (cargo xtask wheel-check --fix); frames it could not"
+            .to_string(),
+        "# place keep their inherited lines.".to_string(),
+    ];
     block.extend(entries);
     block.push(String::new());
     lines.splice(at + 1..at + 1, block);
@@ -278,7 +290,16 @@ fn unpack(version: &str) -> Result<PathBuf> {
     fs::create_dir_all(&dl)?;
     eprintln!("==> wheel-check: pip download vllm=={version} --no-deps (about 330 MB)");
     let status = Command::new("python3")
-        .args(["-m", "pip", "download", "--no-deps", "--quiet", "--dest"])
+        .args([
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--only-binary",
+            ":all:",
+            "--quiet",
+        ])
+        .arg("--dest")
         .arg(&dl)
         .arg(format!("vllm=={version}"))
         .status()
@@ -461,7 +482,7 @@ fn call_level(line: &str) -> Option<&'static str> {
 }
 
 /// The line (1-based) of the call that holds source line `hit` (0-based): the nearest line at or
-/// above it, within ten, that opens a call printing or raising a text.
+/// above it, within ten, that opens a logging call or a `print`.
 fn call_line(lines: &[String], hit: usize) -> Option<(usize, &'static str)> {
     (hit.saturating_sub(10)..=hit)
         .rev()
@@ -507,7 +528,7 @@ fn check_msg(tree: &Tree, m: &MsgSpec) -> Finding {
             .get(at.wrapping_sub(1))
             .is_some_and(|l| call_level(l).is_some_and(level_ok) && !l.contains(['"', '\'']))
     };
-    if candidates.len() == 1 && variable_call(candidates[0].1) {
+    if calls.is_empty() && candidates.len() == 1 && variable_call(candidates[0].1) {
         return Finding::Ok;
     }
     if calls.is_empty() {

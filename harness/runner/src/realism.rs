@@ -194,13 +194,8 @@ pub fn measure_public(real_dir: &Path, dir: &ScenarioDir) -> Result<Vec<PublicCo
             continue;
         };
         let path = real_dir.join(&real);
-        let bytes = std::fs::read(&path).map_err(|e| {
-            format!(
-                "{}: `real = {real:?}`: {}: {e}",
-                s.path.display(),
-                path.display()
-            )
-        })?;
+        let bytes = std::fs::read(&path)
+            .map_err(|e| format!("{}: `real = {real:?}`: {:?}: {e}", s.path.display(), path))?;
         let want = vllm_templates(&bytes);
         let opts = SimOptions {
             seed: Seed(0),

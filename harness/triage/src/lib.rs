@@ -52,7 +52,8 @@ pub struct Tail {
 #[derive(Clone, Debug)]
 pub struct Options<'a> {
     pub launch: LaunchSel,
-    /// Select the launch in which a line carries this pid.
+    /// Select the launch this pid started (its API server; the first that reaches the pid's
+    /// first line), else the launch in which a line carries this pid.
     pub pid: Option<u32>,
     pub rules: &'a RuleSet,
     /// Set when the bytes are only the end of the file.
@@ -200,13 +201,13 @@ pub fn triage(b: &[u8], opts: &Options<'_>) -> Output {
         return wrap(opts, v);
     }
     let target = if let Some(pid) = opts.pid {
-        // The launch that pid started (its API server's banner), else the launch its first
-        // line falls in: a launch's import-time lines (torch's glog warnings) come before its
-        // banner and carry its pid too.
+        // The first launch that pid started (its API server's banner) and that reaches its first
+        // line, else the launch that line falls in: a launch's import-time lines (torch's glog
+        // warnings) come before its banner and carry its pid too.
         match segment::pid_offset(b, pid, &layers) {
             Some(off) => launches
                 .iter()
-                .rposition(|l| l.pid == Some(pid))
+                .position(|l| l.pid == Some(pid) && l.end > off)
                 .or_else(|| launches.iter().rposition(|l| l.start <= off)),
             None => None,
         }

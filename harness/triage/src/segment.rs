@@ -171,28 +171,26 @@ fn merge(b: &[u8], raw: Vec<(usize, usize, Mark, Option<u32>)>, layers: &Layers)
     let mut out: Vec<Boundary> = Vec::new();
     let mut last: Option<(usize, Mark, Option<u32>)> = None; // (line end offset, mark, pid)
     let starts: Vec<usize> = raw.iter().map(|r| r.0).collect();
-    // The API server (pid) of an older writer whose text follows an argparse exit: see below.
-    let mut older: Option<Option<u32>> = None;
+    // An older writer's text after an argparse exit (see below): its API server's pid, the end
+    // of its last mark, whether its engine has started.
+    let mut older: Option<(Option<u32>, usize, bool)> = None;
     for (i, (ls, le, mark, pid)) in raw.into_iter().enumerate() {
-        // A line torn at its head (the tail of a record header, `7]   █…`) right after an
-        // argparse exit: a relaunch truncated the file and wrote its short output over the
-        // start of a server that was still writing, which goes on at its own offset. What
-        // follows is that older server's text, not a new launch — until a banner of another
-        // API server.
-        if let Some(older_pid) = older {
-            if !(mark == Mark::Banner && pid.is_some() && pid != older_pid) {
+        // A line torn at its head (the tail of a record header, `7]   █…`) as the first line
+        // after an argparse exit: a relaunch truncated the file and wrote its short output over
+        // the start of a server that was still writing, which goes on at its own offset. Its
+        // banner, arguments and engine are that older server's, not a new launch; a banner after
+        // its engine started, far after its last mark, or of another API server is one again.
+        if let Some((older_pid, last_end, engine)) = older {
+            let far = bytecount::count(&b[last_end.min(ls)..ls], b'\n') > BANNER_SPAN_LINES;
+            let new_server = pid.is_some() && pid != older_pid;
+            if !(mark == Mark::Banner && (engine || far || new_server)) {
+                older = Some((older_pid, le, engine || mark == Mark::Engine));
                 continue;
             }
             older = None;
         } else if let Some((prev_end, Mark::Usage, _)) = last {
-            // Read after the prefixes a collector put in front of every line.
-            let torn = b[prev_end.min(ls)..le].split(|&c| c == b'\n').any(|l| {
-                let l = bounded(l);
-                let skip = parse_line_in(l, layers).container_prefix.min(l.len());
-                torn_header_tail(&l[skip..])
-            });
-            if torn {
-                older = Some(pid);
+            if first_line_after_argparse_is_torn(&b[prev_end.min(ls)..le], layers) {
+                older = Some((pid, le, mark == Mark::Engine));
                 continue;
             }
         }
@@ -244,6 +242,21 @@ fn merge(b: &[u8], raw: Vec<(usize, usize, Mark, Option<u32>)>, layers: &Layers)
         last = Some((le, mark, pid));
     }
     out
+}
+
+/// Whether the first line after argparse's own lines (its usage block and `error:` line) in
+/// `text` starts with the tail of a record header, read after the prefixes a collector put in
+/// front of every line.
+fn first_line_after_argparse_is_torn(text: &[u8], layers: &Layers) -> bool {
+    text.split(|&c| c == b'\n')
+        .map(bounded)
+        .map(|l| &l[parse_line_in(l, layers).container_prefix.min(l.len())..])
+        .find(|l| {
+            !(l.iter().all(u8::is_ascii_whitespace)
+                || l.first().is_some_and(u8::is_ascii_whitespace)
+                || memchr::memmem::find(l, b": error: ").is_some())
+        })
+        .is_some_and(torn_header_tail)
 }
 
 /// Whether a line starts with the tail of a vLLM record header (`7]  `, `py:347] `): what is
@@ -469,6 +482,24 @@ vllm serve: error: argument --tensor-parallel-size/-tp: invalid int value: 'abc'
         // Without the torn line, the banner after the exit is a launch of its own.
         let whole = log.replace("7]        █     █     █▄   ▄█\r\n", "");
         assert_eq!(boundaries(whole.as_bytes()).len(), 3);
+        // Without prefixes, or with the pid reused (a container's API server), a relaunch after
+        // the older server's engine started is a launch again; a `N] ` line that is not the
+        // first after the error starts nothing.
+        let plain = "usage: vllm serve [model_tag] [options]
+vllm serve: error: argument --tensor-parallel-size/-tp: invalid int value: 'abc'
+7]        █     █     █▄   ▄█\r
+INFO 12-03 17:15:25 [api_utils.py:347]  ▄▄ ▄█ █     █     █ ▀▄▀ █  version 0.31.0\r
+INFO 12-03 17:15:39 [core.py:129] Initializing a V1 LLM engine (v0.31.0) with config: x
+INFO 12-03 18:02:07 [api_utils.py:347] vLLM server version 0.31.0, serving model m
+";
+        assert_eq!(boundaries(plain.as_bytes()).len(), 2, "{plain}");
+        let later = "usage: vllm serve [model_tag] [options]
+vllm serve: error: argument --tensor-parallel-size/-tp: invalid int value: 'abc'
+warming up
+0:00:01] warming up
+INFO 12-03 18:02:07 [api_utils.py:347] vLLM server version 0.31.0, serving model m
+";
+        assert_eq!(boundaries(later.as_bytes()).len(), 2, "{later}");
         assert!(torn_header_tail(b"py:347] x") && torn_header_tail(b"7]  x"));
         assert!(
             !torn_header_tail(b"[1] x")

@@ -188,7 +188,8 @@ pub struct Profile {
     /// Python warnings (raw stderr, `${site}` allowed) a CPU worker prints as it patches
     /// Triton kernels with their CPU fallbacks (0.33).
     pub cpu_worker_warnings: Vec<String>,
-    /// The platform's messages a CPU worker logs while it imports its modules, in order (0.33:
+    /// The platform's messages a CPU worker logs while it imports its modules, in order (none
+    /// listed before 0.20, whose CPU ranks run in the engine core; 0.33:
     /// FlashInfer disabled, then vLLM's AVX2 kernels failing to load; 0.24: the AVX2 failure once
     /// per module that imports the kernels, four times). `python-warnings` marks where the
     /// `cpu_worker_warnings` fall (default: after the list).
@@ -607,10 +608,7 @@ fn resolve(name: &str, raw: &RawProfile, all: &[(String, RawProfile)]) -> Profil
         worker_early_name: inherited!(worker_early_name, "Worker".into()),
         worker_mp_name: inherited_opt!(worker_mp_name),
         cpu_worker_warnings: inherited!(cpu_worker_warnings, Default::default()),
-        cpu_worker_kernel_warnings: inherited!(
-            cpu_worker_kernel_warnings,
-            vec!["flashinfer_disabled".into(), "import_c_avx2_failed".into()]
-        ),
+        cpu_worker_kernel_warnings: inherited!(cpu_worker_kernel_warnings, Default::default()),
         cpu_workers_outlive_grace: inherited!(cpu_workers_outlive_grace, false),
         cpu_config_notes: inherited!(cpu_config_notes, Default::default()),
         msg,
@@ -665,6 +663,18 @@ mod tests {
         for p in all {
             for (id, frames) in &p.stack {
                 assert!(!frames.is_empty(), "{} {id}", p.version);
+            }
+            // The lists of messages a profile prints name messages it has.
+            for id in p
+                .cpu_config_notes
+                .iter()
+                .chain(&p.cpu_worker_kernel_warnings)
+            {
+                assert!(
+                    id == "python-warnings" || p.msg.contains_key(id),
+                    "{}: `{id}` is listed but not a message of the profile",
+                    p.version
+                );
             }
             for m in p.msg.values() {
                 assert!(

@@ -371,8 +371,8 @@ pub(super) fn v1_workers_fail(b: &mut Builder<'_>, workers: &[usize], eng: usize
 
 /// The executor's OpenMP plan (0.33): `OMPProcessManager` binds each rank to CPUs of its own
 /// NUMA node and logs the plan, or fails in the engine core when there are too few nodes; each
-/// worker then fails in its CPU worker's constructor, the executor waits five seconds for the
-/// others and sends them SIGTERM.
+/// worker then fails in its CPU worker's constructor, and the executor waits for the others: they
+/// exit within its five-second grace, or (`cpu_workers_outlive_grace`) it sends them SIGTERM.
 fn executor_workers_fail(
     b: &mut Builder<'_>,
     workers: &[usize],

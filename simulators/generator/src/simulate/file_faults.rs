@@ -397,7 +397,7 @@ fn split_at_time(r: &RenderedLaunch, t: SimTime) -> (RenderedLaunch, RenderedLau
             after.chunks.push(c.clone());
         }
     }
-    // Each part's lines are its own: a line two writers share lies on one side of `t`.
+    // Each part's interleaving is read from its own writes.
     before.interleaved = crate::interleave::interleaved(&before.chunks);
     after.interleaved = crate::interleave::interleaved(&after.chunks);
     (before, after)
@@ -407,8 +407,8 @@ fn merge_by_time(a: RenderedLaunch, b: RenderedLaunch) -> RenderedLaunch {
     let mut chunks: Vec<_> = a.chunks.into_iter().chain(b.chunks).collect();
     chunks.sort_by_key(|c| c.t);
     RenderedLaunch {
+        interleaved: crate::interleave::interleaved(&chunks),
         chunks,
-        interleaved: a.interleaved || b.interleaved,
     }
 }
 
