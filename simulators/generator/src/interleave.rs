@@ -182,3 +182,50 @@ fn prefix_pid(line: &[u8]) -> Option<u32> {
 fn is_continuation(a: &Chunk, b: &Chunk) -> bool {
     a.t == b.t && a.bytes.len() == STDIO_BUFFER_BYTES
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chunk(t: u64, proc: usize, pid: u32, bytes: &str) -> Chunk {
+        Chunk {
+            t: SimTime(t),
+            proc,
+            pid,
+            bytes: bytes.as_bytes().to_vec(),
+            mark: None,
+            ends_mid_line: !bytes.ends_with('\n'),
+        }
+    }
+
+    #[test]
+    fn a_line_is_interleaved_when_its_text_shows_two_writers() {
+        let bar = "\rCapturing CUDA graphs:   1%|          | 1/51";
+        let record = "(Worker_TP0 pid=7) ERROR 06-18 02:30:15 [x.py:1] boom\n";
+        // A bare bar, then a record of the same process: nothing on the line says one writer.
+        assert!(interleaved(&[chunk(1, 0, 7, bar), chunk(2, 1, 7, record)]));
+        // The bar on a line that begins with that process's prefix: one writer.
+        let prefixed = "(Worker_TP0 pid=7) Capturing CUDA graphs:   0%|";
+        assert!(!interleaved(&[
+            chunk(1, 0, 7, prefixed),
+            chunk(2, 0, 7, bar),
+            chunk(3, 1, 7, record)
+        ]));
+        // Another process's record after a bar always shares the line.
+        let other = "(Worker_TP1 pid=8) ERROR 06-18 02:30:15 [x.py:1] boom\n";
+        assert!(interleaved(&[
+            chunk(1, 0, 7, prefixed),
+            chunk(2, 2, 8, other)
+        ]));
+        // Whole lines never interleave.
+        assert!(!interleaved(&[
+            chunk(1, 1, 7, record),
+            chunk(2, 2, 8, other)
+        ]));
+        assert_eq!(
+            prefix_pid(b"\x1b[0;36m(EngineCore_DP0 pid=42)\x1b[0;0m x"),
+            Some(42)
+        );
+        assert_eq!(prefix_pid(b"Capturing"), None);
+    }
+}
