@@ -245,18 +245,29 @@ fn merge(b: &[u8], raw: Vec<(usize, usize, Mark, Option<u32>)>, layers: &Layers)
 }
 
 /// Whether the first line after argparse's own lines (its usage block and `error:` line) in
-/// `text` starts with the tail of a record header, read after the prefixes a collector put in
-/// front of every line.
+/// `text` is the rest of a line whose head another writer overwrote, read after the prefixes a
+/// collector put in front of every line: the tail of a record header (`7]  …`), or — after the
+/// `error:` line, when argparse's process has exited — an indented line (a torn logo row or
+/// traceback line), which no process starts its output with.
 fn first_line_after_argparse_is_torn(text: &[u8], layers: &Layers) -> bool {
-    text.split(|&c| c == b'\n')
-        .map(bounded)
-        .map(|l| &l[parse_line_in(l, layers).container_prefix.min(l.len())..])
-        .find(|l| {
-            !(l.iter().all(u8::is_ascii_whitespace)
-                || l.first().is_some_and(u8::is_ascii_whitespace)
-                || memchr::memmem::find(l, b": error: ").is_some())
-        })
-        .is_some_and(torn_header_tail)
+    let mut after_error = false;
+    for l in text.split(|&c| c == b'\n').map(bounded) {
+        let l = &l[parse_line_in(l, layers).container_prefix.min(l.len())..];
+        if l.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        if memchr::memmem::find(l, b": error: ").is_some() {
+            after_error = true;
+            continue;
+        }
+        let indented = l.first().is_some_and(u8::is_ascii_whitespace);
+        if indented && !after_error {
+            // The usage block's continuation lines.
+            continue;
+        }
+        return indented || torn_header_tail(l);
+    }
+    false
 }
 
 /// Whether a line starts with the tail of a vLLM record header (`7]  `, `py:347] `): what is
@@ -500,6 +511,16 @@ warming up
 INFO 12-03 18:02:07 [api_utils.py:347] vLLM server version 0.31.0, serving model m
 ";
         assert_eq!(boundaries(later.as_bytes()).len(), 2, "{later}");
+        // Torn inside the message: the rest of a logo row, indented (0.34's capture).
+        let body = log.replace("7]        █", "        █");
+        assert_eq!(boundaries(body.as_bytes()).len(), 2, "{body}");
+        // An indented line before the error line is argparse's usage, not a torn one.
+        let usage = log.replace(
+            "vllm serve: error:",
+            "       [--port PORT]\nvllm serve: error:",
+        );
+        let usage = usage.replace("7]        █     █     █▄   ▄█\r\n", "");
+        assert_eq!(boundaries(usage.as_bytes()).len(), 3, "{usage}");
         assert!(torn_header_tail(b"py:347] x") && torn_header_tail(b"7]  x"));
         assert!(
             !torn_header_tail(b"[1] x")
