@@ -147,7 +147,8 @@ pub fn run(a: CaptureArgs) -> Result<i32> {
         rewrite_paths(&log)?;
         labels.insert(s.name.clone(), label(s, &a.vllm, &log, labels.get(&s.name)));
     }
-    write_labels(&out.join("labels.toml"), &a.vllm, &labels)?;
+    let missing = fs::read_to_string(venv.join(MISSING)).unwrap_or_default();
+    write_labels(&out.join("labels.toml"), &a.vllm, &missing, &labels)?;
     eprintln!("capture: {} logs in {}", scenarios.len(), out.display());
     Ok(0)
 }
@@ -166,11 +167,14 @@ fn make_venv(version: &str) -> Result<PathBuf> {
     if !venv.join("bin/vllm").exists() {
         eprintln!("==> capture: virtualenv with vllm=={version} (several GB, minutes)");
         sh(Command::new("python3").args(["-m", "venv"]).arg(&venv))?;
-        sh(Command::new(venv.join("bin/pip")).args([
-            "install",
-            "--no-cache-dir",
-            &format!("vllm=={version}"),
-        ]))?;
+        let pip = venv.join("bin/pip");
+        let whole = Command::new(&pip)
+            .args(["install", "--no-cache-dir", &format!("vllm=={version}")])
+            .status()
+            .with_context(|| format!("running {}", pip.display()))?;
+        if !whole.success() {
+            install_without_missing(&venv, version)?;
+        }
         let old = generator::Version::parse(version)
             .is_some_and(|v| v < generator::Version::new(0, 12, 0));
         if old {
@@ -184,6 +188,91 @@ fn make_venv(version: &str) -> Result<PathBuf> {
     }
     Ok(venv)
 }
+
+/// The file in a virtualenv that lists the requirements of vLLM the package index did not have.
+const MISSING: &str = "faultkit-missing-requirements.txt";
+
+/// When pip cannot resolve a release (it pins a dependency the index does not carry, as 0.34.0
+/// pins `flashinfer-python==0.7.3`): vLLM without dependencies, then its requirements for this
+/// interpreter, leaving out, one by one, those the index reports missing. They are CUDA-only
+/// packages the CPU path does not import; each is named on stderr and in the capture's labels.
+fn install_without_missing(venv: &Path, version: &str) -> Result<()> {
+    let pip = venv.join("bin/pip");
+    eprintln!("==> capture: pip could not resolve vllm=={version}; installing its requirements one by one");
+    sh(Command::new(&pip).args([
+        "install",
+        "--no-cache-dir",
+        "--no-deps",
+        &format!("vllm=={version}"),
+    ]))?;
+    let out = Command::new(venv.join("bin/python"))
+        .args(["-c", REQUIREMENTS_PY])
+        .output()
+        .context("reading vLLM's requirements")?;
+    if !out.status.success() {
+        bail!(
+            "reading vLLM's requirements failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let mut wanted: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    let mut missing = Vec::new();
+    loop {
+        let out = Command::new(&pip)
+            .args(["install", "--no-cache-dir"])
+            .args(&wanted)
+            .stdout(Stdio::inherit())
+            .output()
+            .with_context(|| format!("running {}", pip.display()))?;
+        let err = String::from_utf8_lossy(&out.stderr);
+        eprint!("{err}");
+        if out.status.success() {
+            break;
+        }
+        let Some(name) = err
+            .lines()
+            .find_map(|l| l.strip_prefix("ERROR: No matching distribution found for "))
+            .map(str::trim)
+        else {
+            bail!("installing vLLM {version}'s requirements failed (see above)");
+        };
+        let before = wanted.len();
+        wanted.retain(|r| !same_requirement(r, name));
+        if wanted.len() == before || missing.len() >= 5 {
+            bail!("installing vLLM {version}'s requirements failed at {name}");
+        }
+        eprintln!("==> capture: {name} is not on the package index; vLLM {version} is installed without it");
+        missing.push(name.to_owned());
+    }
+    fs::write(venv.join(MISSING), missing.join("\n") + "\n")?;
+    Ok(())
+}
+
+/// Whether requirement line `r` (`name==1.0 ; marker`) is the one pip named as `name` (`name==1.0`).
+fn same_requirement(r: &str, name: &str) -> bool {
+    let key = |s: &str| {
+        s.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.'))
+            .next()
+            .unwrap_or("")
+            .to_ascii_lowercase()
+            .replace('_', "-")
+    };
+    key(r) == key(name)
+}
+
+/// Prints vLLM's requirements that apply to this interpreter, one per line, extras left out.
+const REQUIREMENTS_PY: &str = r#"
+import importlib.metadata as m
+from pip._vendor.packaging.requirements import Requirement
+for line in m.requires("vllm") or []:
+    r = Requirement(line)
+    if r.marker is None or r.marker.evaluate({"extra": ""}):
+        r.marker = None
+        print(r)
+"#;
 
 /// Installs or removes the CPU platform plugin.
 fn set_plugin(venv: &Path, plugin: &Path, want: bool) -> Result<()> {
@@ -468,10 +557,20 @@ fn load_labels(path: &Path) -> BTreeMap<String, Label> {
     out
 }
 
-fn write_labels(path: &Path, version: &str, labels: &BTreeMap<String, Label>) -> Result<()> {
+fn write_labels(
+    path: &Path,
+    version: &str,
+    missing: &str,
+    labels: &BTreeMap<String, Label>,
+) -> Result<()> {
     let mut s = format!(
         "# Real vLLM {version} logs captured with `cargo xtask capture` on a CPU-only host with the CUDA\n# wheel (and vLLM's CPU platform plugin where the scenario needs it). Paths were rewritten to\n# stand-ins of the same length (/srv/vllm/..., /home/.pyenv/...) so byte offsets hold. The .cmd\n# file beside each log is the command that produced it. root_cause_line is the verbatim line\n# (ANSI escapes kept, trailing CR removed).\n"
     );
+    for name in missing.lines().filter(|l| !l.trim().is_empty()) {
+        s.push_str(&format!(
+            "# Installed without {name}: the package index does not carry it (CUDA only; the CPU path does not import it).\n"
+        ));
+    }
     for l in labels.values() {
         s.push_str("\n[[log]]\n");
         for key in [

@@ -213,22 +213,26 @@ impl Fixes {
                 }
             }
         }
-        insert_under(&mut lines, "[msg]", new_msgs)?;
-        insert_under(&mut lines, "[stack]", new_stacks)?;
+        insert_under(&mut lines, "[msg]", new_msgs);
+        insert_under(&mut lines, "[stack]", new_stacks);
         fs::write(&file, lines.join("\n") + "\n")?;
         Ok(file)
     }
 }
 
-/// Puts `entries` right under a table's header line.
-fn insert_under(lines: &mut Vec<String>, header: &str, entries: Vec<String>) -> Result<()> {
+/// Puts `entries` right under a table's header line (the table is added at the end if absent).
+fn insert_under(lines: &mut Vec<String>, header: &str, entries: Vec<String>) {
     if entries.is_empty() {
-        return Ok(());
+        return;
     }
-    let at = lines
-        .iter()
-        .position(|l| l.trim() == header)
-        .with_context(|| format!("the profile has no {header} table"))?;
+    let at = match lines.iter().position(|l| l.trim() == header) {
+        Some(at) => at,
+        None => {
+            // A new profile that only names its base: the table starts here.
+            lines.extend([String::new(), header.to_string()]);
+            lines.len() - 1
+        }
+    };
     let mut block = vec![
         "# Lines read in the release's wheel (cargo xtask wheel-check --fix); frames it could not"
             .to_string(),
@@ -237,7 +241,6 @@ fn insert_under(lines: &mut Vec<String>, header: &str, entries: Vec<String>) -> 
     block.extend(entries);
     block.push(String::new());
     lines.splice(at + 1..at + 1, block);
-    Ok(())
 }
 
 /// A key as TOML writes it: bare where it can be.
@@ -657,6 +660,23 @@ mod tests {
 
     fn lines(s: &str) -> Vec<String> {
         s.lines().map(str::to_string).collect()
+    }
+
+    #[test]
+    fn fixes_go_under_their_table_which_a_new_profile_gets_at_its_end() {
+        let mut l = lines("version = \"9.0\"\n[msg]\na = 1");
+        insert_under(&mut l, "[msg]", vec!["b = 2".into()]);
+        assert_eq!(l[1], "[msg]");
+        assert_eq!(&l[4..], ["b = 2", "", "a = 1"]);
+        let mut l = lines("version = \"9.0\"\ninherits = \"8.0\"");
+        insert_under(&mut l, "[stack]", vec!["s = []".into()]);
+        assert_eq!(l[2..4], ["", "[stack]"]);
+        assert_eq!(l[6], "s = []");
+        let parsed: toml::Table = l.join("\n").parse().unwrap();
+        assert!(parsed["stack"].get("s").is_some());
+        let mut l = lines("version = \"9.0\"");
+        insert_under(&mut l, "[msg]", vec![]);
+        assert_eq!(l.len(), 1, "nothing to write adds no table");
     }
 
     #[test]
