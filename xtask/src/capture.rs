@@ -525,7 +525,25 @@ fn label(s: &Scenario, version: &str, log: &Path, old: Option<&Label>) -> Label 
         fields.insert("first_failing_process".into(), p.clone());
     }
     fields.insert("notes".into(), notes);
+    fields.insert("cpu_isa".into(), cpu_isa().as_str().into());
     Label { fields }
+}
+
+/// This machine's processor as vLLM's CPU platform tells it apart (`/proc/cpuinfo` flags): the
+/// simulation of a capture runs on the same kind of host.
+fn cpu_isa() -> generator::scenario::CpuIsa {
+    use generator::scenario::CpuIsa;
+    let info = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let flags: std::collections::BTreeSet<&str> = info
+        .lines()
+        .find(|l| l.starts_with("flags"))
+        .map(|l| l.split_whitespace().collect())
+        .unwrap_or_default();
+    match (flags.contains("avx512f"), flags.contains("avx512_bf16")) {
+        (true, true) => CpuIsa::Avx512Bf16,
+        (true, false) => CpuIsa::Avx512,
+        _ => CpuIsa::Avx2,
+    }
 }
 
 fn load_labels(path: &Path) -> BTreeMap<String, Label> {
@@ -581,6 +599,7 @@ fn write_labels(
             "root_cause_line",
             "first_failing_process",
             "notes",
+            "cpu_isa",
         ] {
             if let Some(v) = l.fields.get(key) {
                 let mut t = toml::Table::new();

@@ -81,6 +81,10 @@ struct Label {
     vllm_version: String,
     #[serde(default)]
     scenario: Option<String>,
+    /// The capturing machine's processor (`avx2` when the label does not say: the captures
+    /// before 0.34.0 were made on one).
+    #[serde(default)]
+    cpu_isa: Option<String>,
 }
 
 /// Every capture under `real_dir` (`scenarios/real`) whose label names a scenario of `dir`.
@@ -108,7 +112,7 @@ pub fn measure(real_dir: &Path, dir: &ScenarioDir) -> Result<Vec<Coverage>, Stri
             let Some(name) = l.scenario.clone() else {
                 continue;
             };
-            let scenario = dir.find(&name).map_err(|e| {
+            let mut scenario = dir.find(&name).map_err(|e| {
                 format!(
                     "{}: {} names scenario `{name}`: {e}",
                     labels_path.display(),
@@ -117,6 +121,17 @@ pub fn measure(real_dir: &Path, dir: &ScenarioDir) -> Result<Vec<Coverage>, Stri
             })?;
             if !scenario.tags.iter().any(|t| t == "capturable") {
                 continue;
+            }
+            if let Some(isa) = &l.cpu_isa {
+                scenario.host.cpu_isa =
+                    generator::scenario::CpuIsa::parse(isa).ok_or_else(|| {
+                        format!(
+                            "{}: {}: unknown cpu_isa `{isa}` (known: {})",
+                            labels_path.display(),
+                            l.file,
+                            generator::scenario::CpuIsa::NAMES.join(", ")
+                        )
+                    })?;
             }
             let real = std::fs::read(d.join(&l.file))
                 .map_err(|e| format!("{}: {e}", d.join(&l.file).display()))?;

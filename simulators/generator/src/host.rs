@@ -22,12 +22,52 @@ pub struct Host {
     /// Physical cores and NUMA nodes the CPU platform sees.
     pub cpus: u32,
     pub numa_nodes: u32,
+    /// The widest vector extensions of the CPU platform's processor: which of vLLM's CPU kernel
+    /// libraries it imports (and names when that fails).
+    pub cpu_isa: CpuIsa,
     /// Hard limit of open files (`ulimit -Hn`); below 65535 the API server warns.
     pub ulimit_nofile: Option<u64>,
     /// The Python installation vLLM runs in.
     pub install: Install,
     /// The installed transformers release (`None`: the one of the version profile's era).
     pub transformers: Option<(u32, u32)>,
+}
+
+/// An x86 processor's widest vector extensions, as vLLM's CPU platform tells them apart
+/// (`CpuPlatform.import_kernels`, vllm/platforms/cpu.py): AVX-512 with BF16 loads `vllm._C`,
+/// AVX-512 without it `vllm._C_AVX512`, anything else `vllm._C_AVX2`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum CpuIsa {
+    #[default]
+    Avx2,
+    Avx512,
+    Avx512Bf16,
+}
+
+impl CpuIsa {
+    pub const NAMES: [&'static str; 3] = ["avx2", "avx512", "avx512_bf16"];
+
+    pub fn parse(s: &str) -> Option<CpuIsa> {
+        match s {
+            "avx2" => Some(CpuIsa::Avx2),
+            "avx512" => Some(CpuIsa::Avx512),
+            "avx512_bf16" => Some(CpuIsa::Avx512Bf16),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        Self::NAMES[self as usize]
+    }
+
+    /// The kernel module vLLM's CPU platform imports on this processor.
+    pub fn kernel_module(self) -> &'static str {
+        match self {
+            CpuIsa::Avx2 => "vllm._C_AVX2",
+            CpuIsa::Avx512 => "vllm._C_AVX512",
+            CpuIsa::Avx512Bf16 => "vllm._C",
+        }
+    }
 }
 
 /// Where vLLM is installed: the interpreter and the environment. `None` fields keep the version
@@ -61,6 +101,7 @@ impl Default for Host {
             ),
             cpus: 8,
             numa_nodes: 1,
+            cpu_isa: CpuIsa::default(),
             ulimit_nofile: None,
             install: Install::default(),
             transformers: None,

@@ -197,6 +197,9 @@ pub struct Profile {
     /// Whether failed CPU workers are still running when the executor's five-second grace
     /// period ends, so that it sends them SIGTERM (0.33's captures; at 0.24 they exit in it).
     pub cpu_workers_outlive_grace: bool,
+    /// How long, in ms (least, most), the API server on a GPU-less host takes from its import of
+    /// torch to its first record: vLLM's own import (measured in real captures on a 2-core CPU).
+    pub cpu_import_ms: (u64, u64),
     /// Messages the API server logs on the CPU platform once its scheduler config is built, in
     /// order (0.24: the IR op priority, then Model Runner V2 falling back without Triton).
     pub cpu_config_notes: Vec<String>,
@@ -422,6 +425,7 @@ struct RawProfile {
     cpu_worker_warnings: Option<Vec<String>>,
     cpu_worker_kernel_warnings: Option<Vec<String>>,
     cpu_workers_outlive_grace: Option<bool>,
+    cpu_import_ms: Option<(u64, u64)>,
     cpu_config_notes: Option<Vec<String>>,
     #[serde(default)]
     msg: BTreeMap<String, MsgSpec>,
@@ -610,6 +614,7 @@ fn resolve(name: &str, raw: &RawProfile, all: &[(String, RawProfile)]) -> Profil
         cpu_worker_warnings: inherited!(cpu_worker_warnings, Default::default()),
         cpu_worker_kernel_warnings: inherited!(cpu_worker_kernel_warnings, Default::default()),
         cpu_workers_outlive_grace: inherited!(cpu_workers_outlive_grace, false),
+        cpu_import_ms: inherited!(cpu_import_ms, (2000, 6000)),
         cpu_config_notes: inherited!(cpu_config_notes, Default::default()),
         msg,
         error,

@@ -34,11 +34,12 @@ pub enum Switch {
     KvDtypeCheckedByCacheConfig,
     CpuMpExecutorAtWorldOne,
     CpuOmpBoundByExecutor,
+    CpuX86RequiresTriton,
 }
 
 impl Switch {
     /// Every switch, in file order.
-    pub const ALL: [Switch; 24] = [
+    pub const ALL: [Switch; 25] = [
         Switch::PortBoundBeforeEngine,
         Switch::ServeUsageOptionalModel,
         Switch::V0NamespaceArgs,
@@ -63,6 +64,7 @@ impl Switch {
         Switch::KvDtypeCheckedByCacheConfig,
         Switch::CpuMpExecutorAtWorldOne,
         Switch::CpuOmpBoundByExecutor,
+        Switch::CpuX86RequiresTriton,
     ];
 
     /// The switch's key in `data/switches.toml`.
@@ -92,6 +94,7 @@ impl Switch {
             Switch::KvDtypeCheckedByCacheConfig => "kv_cache_dtype_checked_by_cache_config",
             Switch::CpuMpExecutorAtWorldOne => "cpu_mp_executor_at_world_one",
             Switch::CpuOmpBoundByExecutor => "cpu_omp_bound_by_executor",
+            Switch::CpuX86RequiresTriton => "cpu_x86_requires_triton",
         }
     }
 

@@ -692,7 +692,8 @@ fn api_server_config(b: &mut Builder<'_>, l: &Launch) -> Step {
         b.prefixed[API] = api_prefixed;
     }
     if l.gpu_less {
-        b.advance_ms(API, 2000, 6000);
+        let (least, most) = p.cpu_import_ms;
+        b.advance_ms(API, least, most);
     }
     banner(b);
 
@@ -853,6 +854,16 @@ fn api_server_config(b: &mut Builder<'_>, l: &Launch) -> Step {
             return CRASHED;
         }
         _ => {}
+    }
+    if on_cpu && d.version.has(Switch::CpuX86RequiresTriton) {
+        // The platform's config check, after the notes VllmConfig logs before it; no Triton CPU
+        // backend is there (the host has no GPU driver, so the CUDA build of Triton is inert).
+        for id in &p.cpu_config_notes {
+            b.log(API, id, &[]);
+        }
+        let exc = p.error("cpu_x86_requires_triton").to_string();
+        api_config_error(b, &exc, &["api_config_verify", "api_cpu_platform_check"]);
+        return CRASHED;
     }
     if d.quantization.as_deref() == Some("modelopt_fp4") {
         b.log(API, "modelopt_nvfp4", &[]);

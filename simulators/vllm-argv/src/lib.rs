@@ -391,12 +391,15 @@ impl ServeArgs {
                     if choices.contains(&value.as_str()) {
                         Ok(ArgValue::Str(value.clone()))
                     } else {
+                        // Refused by argparse where the release lists the choices; kept as given
+                        // for the releases that take any string and check it later (0.33's
+                        // `CacheConfig`), whose `non-default args` shows it.
                         args.problem.get_or_insert(CliProblem::InvalidChoice {
                             flag: shown.clone(),
                             value: value.clone(),
                             choices,
                         });
-                        continue;
+                        Ok(ArgValue::Str(value.clone()))
                     }
                 }
                 Kind::Flag => unreachable!("flags handled above"),

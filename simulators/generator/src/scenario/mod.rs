@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 mod fault;
 mod raw;
 
-pub use crate::host::{Host, Install, NcclFault, Platform, DEFAULT_PLATFORM_PLUGIN};
+pub use crate::host::{CpuIsa, Host, Install, NcclFault, Platform, DEFAULT_PLATFORM_PLUGIN};
 pub use fault::{Fault, FileStory, Phase, RelaunchAfter, Signal};
 pub use raw::{RawExpect, RawFault, RawGpus, RawHost, RawScenario, RawVariant};
 
@@ -311,6 +311,19 @@ impl Scenario {
                         }
                     },
                 };
+                let cpu_isa = match &r.cpu_isa {
+                    None => CpuIsa::default(),
+                    Some(i) => CpuIsa::parse(i.get_ref()).ok_or_else(|| {
+                        loc.at(
+                            i.span(),
+                            format!(
+                                "unknown host.cpu_isa `{}` (known: {})",
+                                i.get_ref(),
+                                CpuIsa::NAMES.join(", ")
+                            ),
+                        )
+                    })?,
+                };
                 let nodes = match &r.nodes {
                     None => 1,
                     Some(n)
@@ -365,6 +378,7 @@ impl Scenario {
                     platform_plugin,
                     cpus: r.cpus.unwrap_or(defaults.cpus).max(1),
                     numa_nodes: r.numa_nodes.unwrap_or(defaults.numa_nodes).max(1),
+                    cpu_isa,
                     ulimit_nofile: r.ulimit_nofile,
                     install: Install {
                         python,

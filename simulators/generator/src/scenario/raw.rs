@@ -80,6 +80,8 @@ pub struct RawHost {
     #[serde(default)]
     pub numa_nodes: Option<u32>,
     #[serde(default)]
+    pub cpu_isa: Option<Spanned<String>>,
+    #[serde(default)]
     pub ulimit_nofile: Option<u64>,
     #[serde(default)]
     pub python: Option<Spanned<String>>,

@@ -84,11 +84,19 @@ pub(super) fn platform_warnings(b: &mut Builder<'_>, proc: usize, unconfigured: 
 }
 
 /// Logs the platform's messages `ids`: a kernel library that does not load names its module.
+/// `import_c_avx2_failed` stands for the CPU platform's kernel library failing to load: the
+/// host's processor decides which library that is ([`kernel_import_failed`]).
 fn log_platform_warnings(b: &mut Builder<'_>, proc: usize, ids: &[&str], unconfigured: bool) {
     for &id in ids {
+        let id = match id {
+            "import_c_avx2_failed" => kernel_import_failed(b),
+            other => other.to_string(),
+        };
+        let id = id.as_str();
         let module = match id {
             "import_c_avx2_failed" => Some("vllm._C_AVX2"),
-            "import_c_failed" => Some("vllm._C"),
+            "import_c_avx512_failed" => Some("vllm._C_AVX512"),
+            "import_c_failed" | "import_c_avx512_bf16_failed" => Some("vllm._C"),
             _ => None,
         };
         let extra: Vec<(&str, String)> = module
@@ -105,6 +113,18 @@ fn log_platform_warnings(b: &mut Builder<'_>, proc: usize, ids: &[&str], unconfi
         } else {
             b.log(proc, id, &extra);
         }
+    }
+}
+
+/// The message of the CPU platform's kernel library failing to load on this host's processor
+/// (`import_c_<isa>_failed`, vllm/platforms/cpu.py `import_kernels`); profiles that do not list
+/// the AVX-512 ones (before 0.31) print the AVX2 one.
+fn kernel_import_failed(b: &Builder<'_>) -> String {
+    let id = format!("import_c_{}_failed", b.d.host.cpu_isa.as_str());
+    if b.p.msg(&id).is_some() {
+        id
+    } else {
+        "import_c_avx2_failed".into()
     }
 }
 
