@@ -1,15 +1,19 @@
-//! Triage under test: faultkit's own, any command (`--triage-cmd 'my-triage {log}'`), or the
-//! built-in baselines people use by hand (`tail -20`, `grep … | tail -20`).
+//! Triage under test: faultkit's own, any command (`--triage-cmd 'my-triage {log}'`), or one of
+//! the built-in baselines — the pipelines people run by hand.
 //!
-//! A command that prints `faultkit.verdict/1` JSON is scored field by field; any other output
-//! passes when it contains the true root-cause line and no line of another launch.
+//! The outside-triage protocol (DESIGN.md, "Outside triage"): the command answers on stdout with
+//! `faultkit.verdict/1` JSON (any subset of `status`, `root_cause.line`, `root_cause.id`,
+//! `root_cause.process`) or with `key=value` lines (`status=crashed`, `line=94`, `id=…`,
+//! `process=…`). [`parse_answer`] reads either; an output that is neither is no answer. A
+//! baseline prints log lines (numbered with `grep -n`); its answer is the last line it printed
+//! ([`answer_of_lines`]).
 
 use std::path::Path;
 use std::time::Duration;
 
 use vocab::truth::Truth;
 
-use super::compare::{Mismatch, Observed};
+use super::compare::Observed;
 use triage::Verdict;
 
 /// What is being scored.
@@ -17,14 +21,73 @@ use triage::Verdict;
 pub enum Tut {
     /// faultkit's triage, in process.
     Builtin,
-    /// A shell command with `{log}` replaced by the shell-quoted log path.
+    /// A shell command with `{log}` replaced by the shell-quoted log path and `{pid}` by the pid
+    /// the case is about (empty when it is about the newest launch).
     Command(String),
-    /// `tail -20 {log}`.
-    Tail,
-    /// `grep -E "ERROR.*Worker_TPn" {log} | grep -v "Triton\|SparseMatrix\|gpt_oss" | tail -20`,
-    /// n = the first worker that logged ERROR (the pattern also accepts the prefix-first order
-    /// vLLM really writes).
-    GrepTail,
+    /// A built-in baseline.
+    Baseline(Baseline),
+}
+
+/// The built-in baselines: what people read by hand, as shell pipelines.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Baseline {
+    /// The last 20 lines, as read after `sleep 30 && tail -20 LOG`.
+    Tail20,
+    /// The incident's pipeline: `grep -E "ERROR.*Worker_TP<N>" LOG | grep -v
+    /// "Triton\|SparseMatrix\|gpt_oss" | tail -20`, N the truth's first failing rank (else 0).
+    SeedGrep,
+    /// The last line that reads as an error ([`ERROR_LINE`]).
+    LastError,
+    /// The first line that reads as an error ([`ERROR_LINE`]).
+    FirstError,
+}
+
+/// What the error baselines (and a baseline's status) take for an error line, as a POSIX ERE: a
+/// record at ERROR or CRITICAL, a Python exception line (after an optional process prefix), an
+/// argparse error (`vllm serve: error: …`), or the shell's `Killed`.
+pub const ERROR_LINE: &str = r"(^|[) ])(ERROR|CRITICAL) |^(\([^)]*\) )?[A-Za-z_][A-Za-z0-9_.]*(Error|Exception|Exit|Interrupt)(: |$)|^[a-z][a-z -]*: error: |^Killed$";
+
+impl Baseline {
+    pub const ALL: [Baseline; 4] = [
+        Baseline::Tail20,
+        Baseline::SeedGrep,
+        Baseline::LastError,
+        Baseline::FirstError,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Baseline::Tail20 => "tail-20",
+            Baseline::SeedGrep => "seed-grep",
+            Baseline::LastError => "last-error",
+            Baseline::FirstError => "first-error",
+        }
+    }
+
+    /// A name as `--baseline` takes it (`tail` and `grep-tail` are the names of earlier releases).
+    pub fn parse(s: &str) -> Option<Baseline> {
+        match s {
+            "tail" => Some(Baseline::Tail20),
+            "grep-tail" => Some(Baseline::SeedGrep),
+            _ => Baseline::ALL.into_iter().find(|b| b.name() == s),
+        }
+    }
+
+    /// The pipeline, with `grep -n` numbering what it prints (`N:text`).
+    fn script(self, quoted_log: &str, truth: &Truth) -> String {
+        let error = shell_quote(ERROR_LINE);
+        match self {
+            Baseline::Tail20 => format!("grep -na '' {quoted_log} | tail -20"),
+            Baseline::SeedGrep => {
+                let rank = first_failing_rank(truth);
+                format!(
+                    "grep -naE 'ERROR.*Worker_TP{rank}' {quoted_log} | grep -av 'Triton\\|SparseMatrix\\|gpt_oss' | tail -20"
+                )
+            }
+            Baseline::LastError => format!("grep -naE {error} {quoted_log} | tail -1"),
+            Baseline::FirstError => format!("grep -naE {error} {quoted_log} | head -1"),
+        }
+    }
 }
 
 impl Tut {
@@ -33,8 +96,7 @@ impl Tut {
         match self {
             Tut::Builtin => None,
             Tut::Command(c) => Some(format!("--triage-cmd {}", shell_quote(c))),
-            Tut::Tail => Some("--baseline tail".into()),
-            Tut::GrepTail => Some("--baseline grep-tail".into()),
+            Tut::Baseline(b) => Some(format!("--baseline {}", b.name())),
         }
     }
 
@@ -42,8 +104,7 @@ impl Tut {
         match self {
             Tut::Builtin => "faultkit".into(),
             Tut::Command(c) => c.clone(),
-            Tut::Tail => "tail".into(),
-            Tut::GrepTail => "grep-tail".into(),
+            Tut::Baseline(b) => b.name().into(),
         }
     }
 }
@@ -71,22 +132,38 @@ pub fn observed_from_verdict(v: &Verdict) -> Observed {
     }
 }
 
-fn observed_from_json(j: &serde_json::Value) -> Option<Observed> {
-    if j.get("schema").and_then(|s| s.as_str()) != Some("faultkit.verdict/1") {
+/// An answer in the outside-triage protocol, or `None` when the output holds none: JSON (the
+/// whole output, or its last line that is a JSON object) or `key=value` lines.
+pub fn parse_answer(out: &str) -> Option<Observed> {
+    let json = serde_json::from_str::<serde_json::Value>(out.trim())
+        .ok()
+        .filter(serde_json::Value::is_object)
+        .or_else(|| {
+            out.lines()
+                .rev()
+                .map(str::trim)
+                .find(|l| l.starts_with('{'))
+                .and_then(|l| serde_json::from_str(l).ok())
+        });
+    match json {
+        Some(j) => answer_from_json(&j),
+        None => answer_from_pairs(out),
+    }
+}
+
+fn answer_from_json(j: &serde_json::Value) -> Option<Observed> {
+    if j.get("schema")
+        .is_some_and(|s| s.as_str() != Some("faultkit.verdict/1"))
+    {
         return None;
     }
-    let rc = j.get("root_cause").filter(|r| !r.is_null());
-    Some(Observed {
-        status: j.get("status").and_then(|s| s.as_str()).map(str::to_string),
-        root_cause: rc
-            .and_then(|r| r.get("id"))
-            .and_then(|s| s.as_str())
-            .map(str::to_string),
+    let text = |v: Option<&serde_json::Value>| v.and_then(|s| s.as_str()).map(str::to_string);
+    let rc = j.get("root_cause").filter(|r| r.is_object());
+    let o = Observed {
+        status: text(j.get("status")),
+        root_cause: text(rc.and_then(|r| r.get("id"))),
         line: rc.and_then(|r| r.get("line")).and_then(|s| s.as_u64()),
-        process: rc
-            .and_then(|r| r.get("process"))
-            .and_then(|s| s.as_str())
-            .map(str::to_string),
+        process: text(rc.and_then(|r| r.get("process"))),
         stale: j
             .get("stale")
             .and_then(|s| s.get("suspected"))
@@ -96,130 +173,97 @@ fn observed_from_json(j: &serde_json::Value) -> Option<Observed> {
                 .filter_map(|d| d.get("kind").and_then(|k| k.as_str()).map(str::to_string))
                 .collect()
         }),
+    };
+    answered(o)
+}
+
+/// `status=crashed`, `line=94`, `id=…`, `process=…` (also `root_cause.id`, `root_cause.line`,
+/// `root_cause.process`), one per line, anywhere in the output; the last of a key counts.
+fn answer_from_pairs(out: &str) -> Option<Observed> {
+    let mut o = Observed::default();
+    for l in out.lines() {
+        let Some((k, v)) = l.trim().split_once('=') else {
+            continue;
+        };
+        let v = v.trim().trim_matches('"');
+        match k.trim().trim_start_matches("root_cause.") {
+            "status" => o.status = Some(v.to_string()),
+            "line" => o.line = v.parse().ok(),
+            "id" => o.root_cause = Some(v.to_string()),
+            "process" => o.process = Some(v.to_string()),
+            _ => {}
+        }
+    }
+    answered(o)
+}
+
+fn answered(o: Observed) -> Option<Observed> {
+    (o.status.is_some() || o.root_cause.is_some() || o.line.is_some() || o.process.is_some())
+        .then_some(o)
+}
+
+/// A baseline's answer: the last line it printed (`N:text`, numbered by `grep -n`); `crashed`
+/// when any line it printed reads as an error, else `ready`. No id: the pipelines name none.
+pub fn answer_of_lines(out: &str) -> Option<Observed> {
+    let error = regex::Regex::new(ERROR_LINE).expect("ERROR_LINE is a valid expression");
+    let numbered: Vec<(u64, &str)> = out
+        .lines()
+        .filter_map(|l| {
+            let (n, text) = l.split_once(':')?;
+            Some((n.parse().ok()?, text))
+        })
+        .collect();
+    let &(line, _) = numbered.last()?;
+    let crashed = numbered
+        .iter()
+        .any(|(_, t)| error.is_match(&triage::grammar::strip_ansi(t)));
+    Some(Observed {
+        status: Some(if crashed { "crashed" } else { "ready" }.into()),
+        line: Some(line),
+        ..Observed::default()
     })
 }
 
-/// The first worker that logged ERROR (`Worker_TP4`), as the grep-tail baseline picks it.
-fn first_error_worker(log: &[u8]) -> Option<String> {
-    for line in log.split(|&b| b == b'\n') {
-        let l = String::from_utf8_lossy(line);
-        if let Some(pos) = l.find("(Worker_TP") {
-            let rest = &l[pos + 1..];
-            let name: String = rest
-                .chars()
-                .take_while(|c| *c != ' ' && *c != ')')
-                .collect();
-            if l.contains(" ERROR ") {
-                return Some(name);
-            }
-        }
-    }
-    None
+/// The rank in `Worker_TP<N>` of the truth's root-cause process, else 0.
+fn first_failing_rank(truth: &Truth) -> u32 {
+    truth
+        .root_cause
+        .as_ref()
+        .and_then(|r| r.process.as_deref())
+        .and_then(|p| p.strip_prefix("Worker_TP"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
 }
 
-/// Run a command under test. Returns structured fields (when it printed verdict JSON) and its
-/// standard output.
+/// Runs a command or baseline under test on `log`. Returns its answer (`None`: it gave none)
+/// and its standard output.
 pub fn run_command(
     tut: &Tut,
     log: &Path,
-    pid: Option<u32>,
+    truth: &Truth,
     timeout: Duration,
 ) -> Result<(Option<Observed>, String), String> {
     let quoted = shell_quote(&log.display().to_string());
+    let pid = truth
+        .expected_pid
+        .map(|p| p.to_string())
+        .unwrap_or_default();
     let script = match tut {
-        Tut::Builtin => unreachable!("the built-in triage runs in process"),
-        Tut::Command(c) => {
-            let mut c = c.replace("{log}", &quoted);
-            if let Some(p) = pid {
-                c = c.replace("{pid}", &p.to_string());
-            }
-            c
-        }
-        Tut::Tail => format!("tail -20 {quoted}"),
-        Tut::GrepTail => {
-            let bytes =
-                std::fs::read(log).map_err(|e| format!("reading {}: {e}", log.display()))?;
-            let worker = first_error_worker(&bytes).unwrap_or_else(|| "Worker_TP".into());
-            // The pipeline people use; the pattern also matches vLLM's real order, where the
-            // prefix `(Worker_TP4 pid=…)` comes before the level.
-            format!(
-                "grep -aE 'ERROR.*{worker}[ )]|{worker} pid=[0-9]+\\)[^ ]* ERROR' {quoted} | grep -av 'Triton\\|SparseMatrix\\|gpt_oss' | tail -20"
-            )
-        }
+        Tut::Builtin => return Err("the built-in triage runs in process".into()),
+        Tut::Command(c) => c.replace("{log}", &quoted).replace("{pid}", &pid),
+        Tut::Baseline(b) => b.script(&quoted, truth),
     };
-    let out = launch::bounded::run_shell(&script, timeout).map_err(|e| e.to_string())?;
+    let mut env = vec![("FAULTKIT_LOG", log.display().to_string())];
+    if !pid.is_empty() {
+        env.push(("FAULTKIT_PID", pid));
+    }
+    let out = launch::bounded::run_shell(&script, &env, timeout).map_err(|e| e.to_string())?;
     let text = String::from_utf8_lossy(&out).into_owned();
-    let observed = serde_json::from_str::<serde_json::Value>(text.trim())
-        .ok()
-        .and_then(|j| observed_from_json(&j));
-    Ok((observed, text))
-}
-
-/// Plain-text scoring: the output must quote the true root-cause line and no line of another
-/// launch. Only for commands without verdict JSON; `Ok` otherwise.
-pub fn score_text(
-    tut: &Tut,
-    output: Option<&str>,
-    truth: &Truth,
-    log: &Path,
-) -> Result<(), Mismatch> {
-    if matches!(tut, Tut::Builtin) {
-        return Ok(());
-    }
-    let Some(out) = output else { return Ok(()) };
-    if serde_json::from_str::<serde_json::Value>(out.trim())
-        .ok()
-        .and_then(|j| observed_from_json(&j))
-        .is_some()
-    {
-        return Ok(());
-    }
-    let out_clean = triage::grammar::strip_ansi(out).into_owned();
-    if let Some(rc) = &truth.root_cause {
-        if !out_clean
-            .lines()
-            .any(|l| l.trim_end() == rc.text.trim_end())
-        {
-            return Err(Mismatch {
-                field: "output".into(),
-                expected: format!("the root-cause line {}: {}", rc.line, shorten(&rc.text)),
-                actual: "not in the output".into(),
-                against: "truth",
-            });
-        }
-    }
-    // Lines of other launches must not be presented as current.
-    let bytes = std::fs::read(log).unwrap_or_default();
-    let current = truth.launch.and_then(|i| truth.launches.get(i));
-    for (no, line) in bytes.split(|&b| b == b'\n').enumerate() {
-        let no = no as u64 + 1;
-        let inside = current.is_some_and(|l| no >= l.first_line && no <= l.last_line);
-        if inside {
-            continue;
-        }
-        let text = triage::clean_text(line);
-        if text.trim().len() < 24 {
-            continue;
-        }
-        if out_clean.lines().any(|l| l.trim_end() == text.trim_end()) {
-            return Err(Mismatch {
-                field: "output".into(),
-                expected: "only lines of the asked-for launch".into(),
-                actual: format!("line {no} of another launch: {}", shorten(&text)),
-                against: "truth",
-            });
-        }
-    }
-    Ok(())
-}
-
-fn shorten(s: &str) -> String {
-    let t: String = s.chars().take(140).collect();
-    if t.len() < s.len() {
-        format!("{t}…")
-    } else {
-        t
-    }
+    let answer = match tut {
+        Tut::Baseline(_) => answer_of_lines(&text),
+        _ => parse_answer(&text),
+    };
+    Ok((answer, text))
 }
 
 #[cfg(test)]
@@ -231,5 +275,83 @@ mod tests {
         assert_eq!(shell_quote("/tmp/a.log"), "/tmp/a.log");
         assert_eq!(shell_quote("/tmp/a b'c.log"), "'/tmp/a b'\\''c.log'");
         assert_eq!(shell_quote("$(rm -rf /)"), "'$(rm -rf /)'");
+    }
+
+    #[test]
+    fn answers_in_json_any_subset() {
+        let o = parse_answer(r#"{"schema":"faultkit.verdict/1","status":"crashed","root_cause":{"id":"x","line":94}}"#).unwrap();
+        assert_eq!(o.status.as_deref(), Some("crashed"));
+        assert_eq!(o.root_cause.as_deref(), Some("x"));
+        assert_eq!(o.line, Some(94));
+        // Without the schema, and after other output.
+        let o = parse_answer("checking…\n{\"status\":\"ready\"}\n").unwrap();
+        assert_eq!(o.status.as_deref(), Some("ready"));
+        assert_eq!(o.line, None);
+        // Another schema, an object with none of the fields, or not JSON at all: no answer.
+        assert_eq!(
+            parse_answer(r#"{"schema":"other/1","status":"ready"}"#),
+            None
+        );
+        assert_eq!(parse_answer(r#"{"ok":true}"#), None);
+        assert_eq!(parse_answer("[1, 2]"), None);
+    }
+
+    #[test]
+    fn answers_in_key_value_lines() {
+        let o = parse_answer("status=crashed\nline=94\nid=fp8_kv\nprocess = Worker_TP4\n").unwrap();
+        assert_eq!(o.status.as_deref(), Some("crashed"));
+        assert_eq!(o.line, Some(94));
+        assert_eq!(o.root_cause.as_deref(), Some("fp8_kv"));
+        assert_eq!(o.process.as_deref(), Some("Worker_TP4"));
+        let o = parse_answer("root_cause.line=7\nline=nine\n").unwrap_or_default();
+        assert_eq!(
+            o.line, None,
+            "the last of a key counts, and it is not a number"
+        );
+        for none in [
+            "",
+            "CRASHED: oom",
+            "all good",
+            "(APIServer pid=1) INFO 12-01 ready",
+        ] {
+            assert_eq!(parse_answer(none), None, "{none:?}");
+        }
+    }
+
+    #[test]
+    fn a_baseline_answers_with_the_last_line_it_printed() {
+        let o = answer_of_lines(
+            "3:INFO starting\n9:(Worker_TP0 pid=7) ERROR 01-01 [x.py:1] boom\n12:shutting down\n",
+        )
+        .unwrap();
+        assert_eq!(o.line, Some(12));
+        assert_eq!(o.status.as_deref(), Some("crashed"));
+        assert_eq!(o.root_cause, None);
+        let o = answer_of_lines(
+            "40:(APIServer pid=1) INFO 12-01 [api_server.py:1] Application startup complete.\n",
+        )
+        .unwrap();
+        assert_eq!(o.status.as_deref(), Some("ready"));
+        assert_eq!(answer_of_lines(""), None);
+        let e = regex::Regex::new(ERROR_LINE).unwrap();
+        for yes in [
+            "ValueError: no",
+            "(EngineCore pid=3) RuntimeError: x",
+            "torch.OutOfMemoryError: CUDA",
+            "Killed",
+            "KeyboardInterrupt",
+            "SystemExit: 1",
+            "x ERROR 01-01 boom",
+            "vllm serve: error: argument -tp",
+        ] {
+            assert!(e.is_match(yes), "{yes}");
+        }
+        for no in [
+            "INFO Errors: none",
+            "  File \"x.py\", line 3, in f",
+            "Traceback (most recent call last):",
+        ] {
+            assert!(!e.is_match(no), "{no}");
+        }
     }
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use generator::scenario::Runner;
 
-use super::adapter::Tut;
+use super::adapter::{Baseline, Tut};
 use super::{report, run_all, swarm, Case, CaseResult, RunConfig};
 use crate::catalog::{FindError, ScenarioDir};
 use triage::ExitCode;
@@ -40,13 +40,41 @@ pub struct ScenarioArgs {
     /// Write JUnit XML to this file (one test case per scenario and runner).
     #[arg(long)]
     junit: Option<PathBuf>,
-    /// Score another triage command instead of faultkit's: `'my-triage {log}'` (`{pid}` too).
-    #[arg(long, conflicts_with = "baseline")]
+    /// Score another triage command instead of faultkit's, e.g. `'my-triage {log}'`.
+    ///
+    /// The command runs through `sh -c` with stdin closed and a time bound (--timeout), once per
+    /// case, on the simulated log. Placeholders: `{log}` (the log's path, shell-quoted) and `{pid}`
+    /// (the pid the case is about, empty when it is about the newest launch); the environment has
+    /// FAULTKIT_LOG, and FAULTKIT_PID when there is such a pid.
+    ///
+    /// It answers on stdout, either with faultkit.verdict/1 JSON, any subset of
+    /// {"status": …, "root_cause": {"line": N, "id": …, "process": …}}, or with key=value lines a
+    /// shell script can print:
+    ///
+    ///   status=crashed   (ready, stopped, crashed, hung, starting, unknown)
+    ///   line=94          (1-based line of the root cause in the log)
+    ///   id=fp8_kv_cache_unsupported_backend   (an id of taxonomy.toml)
+    ///
+    /// Status, line and id are each scored against the simulator's truth and shown in the table,
+    /// JSON and JUnit; a case passes when every field the truth has is right (a healthy case needs
+    /// status=ready). Output without such an answer fails.
+    #[arg(long, conflicts_with = "baseline", verbatim_doc_comment)]
     triage_cmd: Option<String>,
-    /// Score a built-in triage baseline: tail (`tail -20`) or grep-tail.
-    #[arg(long, value_parser = ["tail", "grep-tail"])]
-    baseline: Option<String>,
-    /// Also score faultkit and the baselines side by side (a scoreboard per scenario group).
+    /// Score a built-in baseline, a pipeline people run by hand, instead of faultkit.
+    ///
+    ///   tail-20      the last 20 lines (what `sleep 30 && tail -20 LOG` shows)
+    ///   seed-grep    grep -E "ERROR.*Worker_TP<N>" LOG | grep -v "Triton\|SparseMatrix\|gpt_oss" | tail -20
+    ///                (N: the first failing rank, else 0)
+    ///   last-error   the last line that reads as an error (an ERROR/CRITICAL record, an
+    ///                exception line, `Killed`)
+    ///   first-error  the first such line
+    ///
+    /// A baseline's answer is the last line it printed; its status is crashed when it printed an
+    /// error line, else ready; it names no id. (`tail` and `grep-tail` are older names.)
+    #[arg(long, value_name = "NAME", value_parser = baseline_name, verbatim_doc_comment)]
+    baseline: Option<Baseline>,
+    /// Also score faultkit and every baseline on the same cases: a scoreboard per scenario group
+    /// (cases passed, then status, line and id each on its own).
     #[arg(long)]
     scoreboard: bool,
     /// Rewrite the snapshot reports beside the scenarios instead of comparing them.
@@ -83,6 +111,13 @@ impl ScenarioArgs {
     }
 }
 
+fn baseline_name(s: &str) -> Result<Baseline, String> {
+    Baseline::parse(s).ok_or_else(|| {
+        let names: Vec<&str> = Baseline::ALL.iter().map(|b| b.name()).collect();
+        format!("no baseline `{s}` (known: {})", names.join(", "))
+    })
+}
+
 fn runner_of(s: &str) -> Runner {
     Runner::parse(s).unwrap_or(Runner::Text)
 }
@@ -117,11 +152,10 @@ pub fn run(a: ScenarioArgs, reproduce_with: &str, commit: Option<String>) -> Exi
         eprintln!("faultkit: no scenario selected (give names or globs, --all, --tag, or --swarm; --list shows them)");
         return ExitCode::Usage;
     }
-    let tut = match (&a.triage_cmd, a.baseline.as_deref()) {
+    let tut = match (&a.triage_cmd, a.baseline) {
         (Some(c), _) => Tut::Command(c.clone()),
-        (None, Some("tail")) => Tut::Tail,
-        (None, Some("grep-tail")) => Tut::GrepTail,
-        _ => Tut::Builtin,
+        (None, Some(b)) => Tut::Baseline(b),
+        (None, None) => Tut::Builtin,
     };
     let out_dir = a
         .out
@@ -160,11 +194,12 @@ pub fn run(a: ScenarioArgs, reproduce_with: &str, commit: Option<String>) -> Exi
             "  truth:   {}",
             r.log.with_file_name("truth.json").display()
         );
-        if let Some(dirp) = r.log.parent() {
+        if matches!(cfg.tut, Tut::Builtin) {
             if let Ok(v) = show_verdict(&r.log, &cfg, r) {
                 let _ = writeln!(stdout, "{v}");
             }
-            let _ = dirp;
+        } else {
+            let _ = writeln!(stdout, "  {}:  {}", tut.name(), report::answer_line(r));
         }
     } else {
         let _ = write!(stdout, "{}", report::summary_table(&results));
@@ -183,7 +218,9 @@ pub fn run(a: ScenarioArgs, reproduce_with: &str, commit: Option<String>) -> Exi
     }
     if a.scoreboard {
         let mut columns = vec![(tut.name(), results.clone())];
-        for other in [Tut::Builtin, Tut::Tail, Tut::GrepTail] {
+        let others =
+            std::iter::once(Tut::Builtin).chain(Baseline::ALL.into_iter().map(Tut::Baseline));
+        for other in others {
             if other != tut {
                 let c2 = RunConfig {
                     tut: other.clone(),

@@ -95,6 +95,72 @@ pub fn against_truth(o: &Observed, t: &Truth, exact: bool) -> Vec<Mismatch> {
     m
 }
 
+/// The fields every tool is scored on, each on its own: `None` where the truth has no such field
+/// (a healthy launch has no root-cause line or id) or it is not compared (line numbers of a
+/// process run).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Fields {
+    pub status: Option<bool>,
+    pub line: Option<bool>,
+    pub id: Option<bool>,
+}
+
+impl Fields {
+    /// Scores an answer (`None`: the tool gave none, so every field it should have given is wrong).
+    pub fn score(o: Option<&Observed>, t: &Truth, lines: bool) -> Fields {
+        let rc = t.root_cause.as_ref();
+        Fields {
+            status: Some(o.and_then(|o| o.status.as_deref()) == Some(t.status.as_str())),
+            line: rc
+                .filter(|_| lines)
+                .map(|r| o.and_then(|o| o.line) == Some(r.line)),
+            id: rc.map(|r| o.and_then(|o| o.root_cause.as_deref()) == Some(r.id.as_str())),
+        }
+    }
+
+    /// Every scored field is right.
+    pub fn all_right(&self) -> bool {
+        [self.status, self.line, self.id]
+            .iter()
+            .all(|f| f.unwrap_or(true))
+    }
+}
+
+/// An outside tool's answer against the truth: status, line and id, each on its own (DESIGN.md,
+/// "Outside triage"); no answer at all is one mismatch of its own.
+pub fn outside_against_truth(o: Option<&Observed>, t: &Truth) -> Vec<Mismatch> {
+    let Some(o) = o else {
+        return vec![Mismatch {
+            field: "answer".into(),
+            expected: "faultkit.verdict/1 JSON or key=value lines".into(),
+            actual: "no answer in the output".into(),
+            against: "truth",
+        }];
+    };
+    let f = Fields::score(Some(o), t, true);
+    let rc = t.root_cause.as_ref();
+    let mut m = Vec::new();
+    let mut push = |field: &str, right: Option<bool>, expected: String, actual: String| {
+        if right == Some(false) {
+            m.push(Mismatch {
+                field: field.into(),
+                expected,
+                actual,
+                against: "truth",
+            });
+        }
+    };
+    push("status", f.status, t.status.clone(), show(&o.status));
+    push("line", f.line, show(&rc.map(|r| r.line)), show(&o.line));
+    push(
+        "root_cause",
+        f.id,
+        show(&rc.map(|r| r.id.clone())),
+        show(&o.root_cause),
+    );
+    m
+}
+
 /// `Worker_TP3` → `Worker_TP*`: the process without its rank.
 pub fn family(p: &str) -> String {
     let t = p.trim_end_matches(|c: char| c.is_ascii_digit());

@@ -26,7 +26,7 @@ use generator::{Scenario, Seed, SimOptions};
 use vocab::Truth;
 
 use adapter::Tut;
-use compare::{Mismatch, Observed};
+use compare::{Fields, Mismatch, Observed};
 use triage::{self, Options, Output};
 
 /// One thing to run.
@@ -64,6 +64,10 @@ pub struct CaseResult {
     pub passed: bool,
     pub mismatches: Vec<Mismatch>,
     pub observed: Observed,
+    /// Status, line and id, each scored on its own.
+    pub fields: Fields,
+    /// What the tool printed, when it was no answer (the start of it).
+    pub unanswered: Option<String>,
     pub truth_status: String,
     pub truth_root_cause: Option<String>,
     pub truth_line: Option<u64>,
@@ -130,6 +134,8 @@ pub fn run_case(case: &Case, cfg: &RunConfig) -> CaseResult {
         passed: false,
         mismatches: Vec::new(),
         observed: Observed::default(),
+        fields: Fields::default(),
+        unanswered: None,
         truth_status: String::new(),
         truth_root_cause: None,
         truth_line: None,
@@ -178,21 +184,23 @@ pub fn run_case(case: &Case, cfg: &RunConfig) -> CaseResult {
             } else {
                 compare::against_expect(&truth, &case.scenario.expect)
             };
+            let exact = case.runner == Runner::Text;
+            result.fields = Fields::score(observed.as_ref(), &truth, exact);
             match &cfg.tut {
-                Tut::Builtin | Tut::Command(_) if observed.is_some() => {
-                    mm.extend(compare::against_truth(
-                        observed.as_ref().expect("some"),
-                        &truth,
-                        case.runner == Runner::Text,
-                    ));
+                Tut::Builtin => {
+                    if let Some(o) = &observed {
+                        mm.extend(compare::against_truth(o, &truth, exact));
+                    }
                 }
-                _ => {}
+                Tut::Command(_) | Tut::Baseline(_) => {
+                    mm.extend(compare::outside_against_truth(observed.as_ref(), &truth));
+                    if observed.is_none() {
+                        result.unanswered = Some(output_start(verdict.as_deref().unwrap_or("")));
+                    }
+                }
             }
             if let Some(o) = observed.clone() {
                 result.observed = o;
-            }
-            if let Err(m) = adapter::score_text(&cfg.tut, verdict.as_deref(), &truth, &result.log) {
-                mm.push(m);
             }
             // The snapshot: only for the built-in triage of file scenarios at seed 0.
             if matches!(cfg.tut, Tut::Builtin)
@@ -257,10 +265,24 @@ fn run_text(
             Ok((truth, Some(observed), Some(snapshot::render(&v))))
         }
         tut => {
-            let (observed, text) =
-                adapter::run_command(tut, &log, truth.expected_pid, cfg.command_timeout)?;
+            let (observed, text) = adapter::run_command(tut, &log, &truth, cfg.command_timeout)?;
             Ok((truth, observed, Some(text)))
         }
+    }
+}
+
+/// The start of an output that held no answer, for the report (`(no output)` when empty).
+fn output_start(out: &str) -> String {
+    let t = out.trim();
+    if t.is_empty() {
+        return "(no output)".into();
+    }
+    let start: String = t.chars().take(120).collect();
+    let start = triage::render::escape_control(&triage::clean_text(start.as_bytes()));
+    if start.len() < t.len() {
+        format!("{start}…")
+    } else {
+        start
     }
 }
 

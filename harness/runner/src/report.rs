@@ -4,14 +4,19 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+use super::compare::Fields;
 use super::CaseResult;
+use triage::render::escape_control;
 
 /// A failing case as a person reads it: what disagreed, and how to reproduce it.
 pub fn failure_text(r: &CaseResult) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "FAIL {} [{}] seed {}", r.scenario, r.runner, r.seed);
     if let Some(e) = &r.error {
-        let _ = writeln!(s, "  error: {e}");
+        let _ = writeln!(s, "  error: {}", escape_control(e));
+    }
+    if let Some(out) = &r.unanswered {
+        let _ = writeln!(s, "  output:  {out}");
     }
     if !r.mismatches.is_empty() {
         let _ = writeln!(
@@ -23,7 +28,10 @@ pub fn failure_text(r: &CaseResult) -> String {
             let _ = writeln!(
                 s,
                 "  │  {:<12} {:<8} {:<44} {}",
-                m.field, m.against, m.expected, m.actual
+                m.field,
+                m.against,
+                escape_control(&m.expected),
+                escape_control(&m.actual)
             );
         }
         let _ = writeln!(s, "  └─");
@@ -38,34 +46,87 @@ pub fn failure_text(r: &CaseResult) -> String {
     s
 }
 
-/// One line per case plus totals.
+/// A field's mark: right, wrong, or not scored.
+fn mark(f: Option<bool>) -> &'static str {
+    match f {
+        Some(true) => "ok",
+        Some(false) => "x",
+        None => "-",
+    }
+}
+
+/// What a tool answered, field by field with its score (`status=crashed (ok) line=94 (x)`), or
+/// that it gave no answer.
+pub fn answer_line(r: &CaseResult) -> String {
+    if r.unanswered.is_some() {
+        return "no answer".into();
+    }
+    let o = &r.observed;
+    let mut parts = Vec::new();
+    let mut field = |name: &str, value: Option<String>, score: Option<bool>| {
+        let v = value.unwrap_or_else(|| "(none)".into());
+        parts.push(format!("{name}={} ({})", escape_control(&v), mark(score)));
+    };
+    field("status", o.status.clone(), r.fields.status);
+    field("line", o.line.map(|l| l.to_string()), r.fields.line);
+    field("id", o.root_cause.clone(), r.fields.id);
+    parts.join(" ")
+}
+
+/// One line per case plus totals: the result, each scored field (`ok`, `x`, `-` not scored) and
+/// what the tool answered.
 pub fn summary_table(results: &[CaseResult]) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "{:<46} {:<9} {:>6} {:<8} {:<40} {:>7}",
-        "scenario", "runner", "seed", "result", "verdict", "ms"
+        "{:<46} {:<9} {:>6} {:<6} {:<6} {:<4} {:<3} {:<40} {:>7}",
+        "scenario", "runner", "seed", "result", "status", "line", "id", "answer", "ms"
     );
     for r in results {
-        let verdict = match (&r.observed.status, &r.observed.root_cause) {
-            (Some(st), Some(id)) => format!("{st} {id}"),
-            (Some(st), None) => st.clone(),
-            _ => r.truth_status.clone(),
+        let o = &r.observed;
+        let answer = if r.unanswered.is_some() {
+            "(no answer)".to_string()
+        } else {
+            let mut a = o.status.clone().unwrap_or_else(|| "?".into());
+            if let Some(id) = &o.root_cause {
+                a = format!("{a} {id}");
+            }
+            if let Some(l) = o.line {
+                a = format!("{a} @{l}");
+            }
+            a
         };
         let _ = writeln!(
             s,
-            "{:<46} {:<9} {:>6} {:<8} {:<40} {:>7}",
+            "{:<46} {:<9} {:>6} {:<6} {:<6} {:<4} {:<3} {:<40} {:>7}",
             r.scenario,
             r.runner,
             r.seed,
             if r.passed { "PASS" } else { "FAIL" },
-            truncate(&verdict, 40),
+            mark(r.fields.status),
+            mark(r.fields.line),
+            mark(r.fields.id),
+            truncate(&escape_control(&answer), 40),
             r.duration_ms
         );
     }
     let passed = results.iter().filter(|r| r.passed).count();
-    let _ = writeln!(s, "{passed}/{} passed", results.len());
+    let _ = writeln!(s, "{passed}/{} passed; {}", results.len(), rates(results));
     s
+}
+
+/// `status 60/67, line 40/58, id 31/58`: how often each field was right where it was scored.
+fn rates(results: &[CaseResult]) -> String {
+    let count = |f: fn(&Fields) -> Option<bool>| {
+        let scored: Vec<bool> = results.iter().filter_map(|r| f(&r.fields)).collect();
+        format!("{}/{}", scored.iter().filter(|x| **x).count(), scored.len())
+    };
+    format!(
+        "status {}, line {}, id {}",
+        count(|f| f.status),
+        count(|f| f.line),
+        count(|f| f.id)
+    )
 }
 
 fn truncate(s: &str, n: usize) -> String {
@@ -105,6 +166,20 @@ pub fn junit(results: &[CaseResult], suite_name: &str) -> String {
             st
         };
         let mut tc = TestCase::new(format!("{scenario} [{runner}]"), status);
+        for (name, f) in [
+            (
+                "status",
+                (|f: &Fields| f.status) as fn(&Fields) -> Option<bool>,
+            ),
+            ("line", |f| f.line),
+            ("id", |f| f.id),
+        ] {
+            let scored: Vec<bool> = rs.iter().filter_map(|r| f(&r.fields)).collect();
+            if !scored.is_empty() {
+                let right = scored.iter().filter(|x| **x).count();
+                tc.add_property((name.to_string(), format!("{right}/{}", scored.len())));
+            }
+        }
         tc.set_classname(
             scenario
                 .split('/')
@@ -129,7 +204,11 @@ pub fn json(results: &[CaseResult]) -> String {
     .unwrap_or_default()
 }
 
-/// Pass rates per scenario group for several tools side by side.
+/// How a case scores on one measure (`None`: not scored).
+type Measure = fn(&CaseResult) -> Option<bool>;
+
+/// Several tools side by side, per scenario group: cases passed, then each field on its own
+/// (right / scored).
 pub fn scoreboard(columns: &[(String, Vec<CaseResult>)]) -> String {
     let mut groups: BTreeMap<String, ()> = BTreeMap::new();
     for (_, rs) in columns {
@@ -137,33 +216,53 @@ pub fn scoreboard(columns: &[(String, Vec<CaseResult>)]) -> String {
             groups.insert(r.group().to_string(), ());
         }
     }
+    let measures: [(&str, Measure); 4] = [
+        ("passed", |r| Some(r.passed)),
+        ("status", |r| r.fields.status),
+        ("line", |r| r.fields.line),
+        ("id", |r| r.fields.id),
+    ];
     let mut s = String::new();
-    let _ = write!(s, "{:<16}", "group");
-    for (name, _) in columns {
-        let _ = write!(s, " {:>16}", truncate(name, 16));
-    }
-    s.push('\n');
-    let mut totals = vec![(0usize, 0usize); columns.len()];
-    for g in groups.keys() {
-        let _ = write!(s, "{g:<16}");
-        for (i, (_, rs)) in columns.iter().enumerate() {
-            let in_group: Vec<&CaseResult> = rs.iter().filter(|r| r.group() == g).collect();
-            let pass = in_group.iter().filter(|r| r.passed).count();
-            totals[i].0 += pass;
-            totals[i].1 += in_group.len();
-            let _ = write!(s, " {:>16}", format!("{pass}/{}", in_group.len()));
+    for (i, (measure, score)) in measures.iter().enumerate() {
+        if i > 0 {
+            s.push('\n');
+        }
+        let _ = write!(s, "{:<16}", measure);
+        for (name, _) in columns {
+            let _ = write!(s, " {:>16}", truncate(name, 16));
+        }
+        s.push('\n');
+        let mut totals = vec![(0usize, 0usize); columns.len()];
+        for g in groups.keys() {
+            let _ = write!(s, "  {g:<14}");
+            for (i, (_, rs)) in columns.iter().enumerate() {
+                let scored: Vec<bool> = rs
+                    .iter()
+                    .filter(|r| r.group() == g)
+                    .filter_map(score)
+                    .collect();
+                let right = scored.iter().filter(|x| **x).count();
+                totals[i].0 += right;
+                totals[i].1 += scored.len();
+                let cell = if scored.is_empty() {
+                    "-".to_string()
+                } else {
+                    format!("{right}/{}", scored.len())
+                };
+                let _ = write!(s, " {cell:>16}");
+            }
+            s.push('\n');
+        }
+        let _ = write!(s, "  {:<14}", "total");
+        for (p, n) in totals {
+            let pct = if n == 0 {
+                0.0
+            } else {
+                100.0 * p as f64 / n as f64
+            };
+            let _ = write!(s, " {:>16}", format!("{p}/{n} {pct:.0}%"));
         }
         s.push('\n');
     }
-    let _ = write!(s, "{:<16}", "total");
-    for (p, n) in totals {
-        let pct = if n == 0 {
-            0.0
-        } else {
-            100.0 * p as f64 / n as f64
-        };
-        let _ = write!(s, " {:>16}", format!("{p}/{n} {pct:.0}%"));
-    }
-    s.push('\n');
     s
 }

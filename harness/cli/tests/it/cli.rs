@@ -275,75 +275,134 @@ fn scenario_runs_one_and_writes_reports() {
     assert_eq!(code, 64, "{err}");
 }
 
-#[test]
-fn scenario_scores_other_triage_commands() {
-    let t = tempfile::tempdir().unwrap();
-    let exe = assert_cmd::cargo::cargo_bin("faultkit");
-    // A command that prints verdict JSON is scored field by field.
-    let cmd = format!("{} triage {{log}} --json", exe.display());
-    let (code, out, _) = stdout_of(
+/// Runs `faultkit scenario ARGS --json FILE` and returns the exit code, stdout and the results.
+fn scenario_results(args: &[&str], dir: &Path) -> (i32, String, Vec<serde_json::Value>) {
+    let json = dir.join(format!("results-{}.json", args.len()));
+    let (code, out, err) = stdout_of(
         faultkit()
-            .args(["scenario", "fp8-kv-sm120", "--triage-cmd", &cmd, "--out"])
-            .arg(t.path()),
+            .arg("scenario")
+            .args(args)
+            .arg("--json")
+            .arg(&json)
+            .arg("--out")
+            .arg(dir.join("out")),
     );
-    assert_eq!(code, 0, "{out}");
-    // Plain text passes when it quotes the root-cause line.
-    let cmd = "grep -a 'ValueError: No valid attention backend' {log} | head -1";
-    let (code, out, _) = stdout_of(
-        faultkit()
-            .args(["scenario", "fp8-kv-sm120", "--triage-cmd", cmd, "--out"])
-            .arg(t.path()),
-    );
-    assert_eq!(code, 0, "{out}");
-    // And fails when it does not.
-    let (code, out, _) = stdout_of(
-        faultkit()
-            .args([
-                "scenario",
-                "fp8-kv-sm120",
-                "--triage-cmd",
-                "echo all good",
-                "--out",
-            ])
-            .arg(t.path()),
-    );
-    assert_eq!(code, 1, "{out}");
-    assert!(out.contains("reproduce:"), "{out}");
+    let text = std::fs::read_to_string(&json).unwrap_or_else(|e| panic!("{e}: {out}{err}"));
+    let r: serde_json::Value = serde_json::from_str(&text).unwrap();
+    (code, out, r["results"].as_array().unwrap().clone())
 }
 
 #[test]
-fn baselines_fail_stale_and_secondary_scenarios() {
+fn outside_triage_is_scored_field_by_field_by_its_answer() {
     let t = tempfile::tempdir().unwrap();
-    for (baseline, secondary_case) in [
-        ("tail", "crash/fp8-kv-sm120"),
-        ("grep-tail", "runtime/serving-worker-killed"),
-    ] {
-        let json = t.path().join(format!("{baseline}.json"));
-        let (code, _, _) = stdout_of(
-            faultkit()
-                .args(["scenario", "--all", "--baseline", baseline, "--json"])
-                .arg(&json)
-                .arg("--out")
-                .arg(t.path().join(baseline)),
-        );
-        assert_eq!(code, 1, "{baseline} must fail some scenarios");
-        let r: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-        let failed: Vec<&str> = r["results"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|x| !x["passed"].as_bool().unwrap())
-            .map(|x| x["scenario"].as_str().unwrap())
-            .collect();
-        assert!(
-            failed.contains(&"files/relaunch-stale-tail"),
-            "{baseline}: {failed:?}"
-        );
-        // tail -20 shows the API server's echo, not the worker's cause; grep-tail misses a cause
-        // that only the engine core reports.
-        assert!(failed.contains(&secondary_case), "{baseline}: {failed:?}");
+    let exe = assert_cmd::cargo::cargo_bin("faultkit");
+    // faultkit's own triage as an outside command (verdict JSON) passes.
+    let own = format!("{} triage --json {{log}}", exe.display());
+    let (code, out, _) = scenario_results(&["fp8-kv-sm120", "--triage-cmd", &own], t.path());
+    assert_eq!(code, 0, "{out}");
+    // key=value lines a shell script prints: the status alone is right, line and id are not.
+    let (code, out, r) = scenario_results(
+        &[
+            "fp8-kv-sm120",
+            "--triage-cmd",
+            "echo status=crashed; echo line=1",
+        ],
+        t.path(),
+    );
+    assert_eq!(code, 1, "{out}");
+    assert_eq!(r[0]["fields"]["status"], true, "{out}");
+    assert_eq!(r[0]["fields"]["line"], false, "{out}");
+    assert_eq!(r[0]["fields"]["id"], false, "{out}");
+    assert!(out.contains("reproduce:"), "{out}");
+    // Output that is no answer fails every field, however much of the log it quotes.
+    for cmd in ["cat {log}", "true", "echo CRASHED: oom"] {
+        let (code, out, r) = scenario_results(&["fp8-kv-sm120", "--triage-cmd", cmd], t.path());
+        assert_eq!(code, 1, "{cmd}: {out}");
+        assert_eq!(r[0]["fields"]["status"], false, "{cmd}: {out}");
+        assert!(r[0]["unanswered"].is_string(), "{cmd}: {out}");
+        assert!(out.contains("no answer"), "{cmd}: {out}");
     }
+    // A healthy scenario needs status=ready: nothing else passes it.
+    let (code, _, r) = scenario_results(
+        &["healthy/*", "--triage-cmd", "echo CRASHED: oom"],
+        t.path(),
+    );
+    assert_eq!(code, 1);
+    assert!(r.iter().all(|c| c["passed"] == false));
+    let (code, out, r) = scenario_results(
+        &["healthy/*", "--triage-cmd", "echo status=ready"],
+        t.path(),
+    );
+    assert_eq!(code, 0, "{out}");
+    assert!(r.len() >= 5 && r.iter().all(|c| c["fields"]["line"].is_null()));
+    // The pid a case is about reaches the command as {pid} and FAULTKIT_PID.
+    let (_, out, r) = scenario_results(
+        &[
+            "relaunch-stale-tail",
+            "--triage-cmd",
+            "echo \"status=unknown\"; echo \"process=$FAULTKIT_PID-{pid}\"",
+        ],
+        t.path(),
+    );
+    let pid = r[0]["observed"]["process"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{out}"));
+    let (a, b) = pid.split_once('-').unwrap();
+    assert!(!a.is_empty() && a == b, "{pid}");
+}
+
+#[test]
+fn faultkit_through_the_protocol_scores_as_the_built_in_triage() {
+    let t = tempfile::tempdir().unwrap();
+    let exe = assert_cmd::cargo::cargo_bin("faultkit");
+    let own = format!(
+        "{} triage --json {{log}} ${{FAULTKIT_PID:+--pid \"$FAULTKIT_PID\"}}",
+        exe.display()
+    );
+    let (_, _, builtin) = scenario_results(&["--all"], &t.path().join("builtin"));
+    let (_, out, outside) =
+        scenario_results(&["--all", "--triage-cmd", &own], &t.path().join("cmd"));
+    assert_eq!(builtin.len(), outside.len());
+    assert!(builtin.len() >= 60);
+    for (b, o) in builtin.iter().zip(&outside) {
+        assert_eq!(b["scenario"], o["scenario"]);
+        assert_eq!(b["fields"], o["fields"], "{}: {out}", b["scenario"]);
+    }
+}
+
+#[test]
+fn baselines_answer_with_lines_and_no_id() {
+    let t = tempfile::tempdir().unwrap();
+    for baseline in ["tail-20", "seed-grep", "last-error", "first-error"] {
+        let (code, out, r) =
+            scenario_results(&["--all", "--baseline", baseline], &t.path().join(baseline));
+        assert_eq!(code, 1, "{baseline} must fail some scenarios: {out}");
+        // No pipeline names a cause; a stale tail is never recognised as stale.
+        assert!(r.iter().all(|c| c["fields"]["id"] != true), "{baseline}");
+        let stale = r
+            .iter()
+            .find(|c| c["scenario"] == "files/relaunch-stale-tail")
+            .unwrap();
+        assert_eq!(stale["passed"], false, "{baseline}");
+        // Each answers on some crash with the true line (they are not strawmen) …
+        let right_lines = r.iter().filter(|c| c["fields"]["line"] == true).count();
+        assert!(
+            right_lines > 0 || baseline == "seed-grep",
+            "{baseline}: {out}"
+        );
+        // … and its table shows what it answered, field by field.
+        assert!(out.contains("passed; status "), "{out}");
+    }
+    // The older names still select the same pipelines.
+    let (_, out, _) = scenario_results(&["fp8-kv-sm120", "--baseline", "tail"], t.path());
+    assert!(out.contains("--baseline tail-20"), "{out}");
+    let (code, _, err) =
+        stdout_of(faultkit().args(["scenario", "fp8-kv-sm120", "--baseline", "nope"]));
+    assert_eq!(code, 64, "{err}");
+    assert!(
+        err.contains("tail-20, seed-grep, last-error, first-error"),
+        "{err}"
+    );
 }
 
 #[test]
