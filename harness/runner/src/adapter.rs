@@ -34,7 +34,9 @@ pub enum Baseline {
     /// The last 20 lines, as read after `sleep 30 && tail -20 LOG`.
     Tail20,
     /// The incident's pipeline: `grep -E "ERROR.*Worker_TP<N>" LOG | grep -v
-    /// "Triton\|SparseMatrix\|gpt_oss" | tail -20`, N the truth's first failing rank (else 0).
+    /// "Triton\|SparseMatrix\|gpt_oss" | tail -20`, N the truth's first failing rank (else 0);
+    /// the pattern also matches the order vLLM really writes, its prefix
+    /// (`(Worker_TP4 pid=…)`) before the level.
     SeedGrep,
     /// The last line that reads as an error ([`ERROR_LINE`]).
     LastError,
@@ -81,7 +83,7 @@ impl Baseline {
             Baseline::SeedGrep => {
                 let rank = first_failing_rank(truth);
                 format!(
-                    "grep -naE 'ERROR.*Worker_TP{rank}' {quoted_log} | grep -av 'Triton\\|SparseMatrix\\|gpt_oss' | tail -20"
+                    "grep -naE 'ERROR.*Worker_TP{rank}[ )]|Worker_TP{rank} pid=[0-9]+\\)[^ ]* ERROR' {quoted_log} | grep -av 'Triton\\|SparseMatrix\\|gpt_oss' | tail -20"
                 )
             }
             Baseline::LastError => format!("grep -naE {error} {quoted_log} | tail -1"),
@@ -203,8 +205,9 @@ fn answered(o: Observed) -> Option<Observed> {
 }
 
 /// A baseline's answer: the last line it printed (`N:text`, numbered by `grep -n`); `crashed`
-/// when any line it printed reads as an error, else `ready`. No id: the pipelines name none.
-pub fn answer_of_lines(out: &str) -> Option<Observed> {
+/// when any line it printed reads as an error, else `ready` (also when it printed nothing: a
+/// person who reads no error takes the server for up). No id: the pipelines name none.
+pub fn answer_of_lines(out: &str) -> Observed {
     let error = regex::Regex::new(ERROR_LINE).expect("ERROR_LINE is a valid expression");
     let numbered: Vec<(u64, &str)> = out
         .lines()
@@ -213,15 +216,14 @@ pub fn answer_of_lines(out: &str) -> Option<Observed> {
             Some((n.parse().ok()?, text))
         })
         .collect();
-    let &(line, _) = numbered.last()?;
     let crashed = numbered
         .iter()
         .any(|(_, t)| error.is_match(&triage::grammar::strip_ansi(t)));
-    Some(Observed {
+    Observed {
         status: Some(if crashed { "crashed" } else { "ready" }.into()),
-        line: Some(line),
+        line: numbered.last().map(|&(line, _)| line),
         ..Observed::default()
-    })
+    }
 }
 
 /// The rank in `Worker_TP<N>` of the truth's root-cause process, else 0.
@@ -260,7 +262,7 @@ pub fn run_command(
     let out = launch::bounded::run_shell(&script, &env, timeout).map_err(|e| e.to_string())?;
     let text = String::from_utf8_lossy(&out).into_owned();
     let answer = match tut {
-        Tut::Baseline(_) => answer_of_lines(&text),
+        Tut::Baseline(_) => Some(answer_of_lines(&text)),
         _ => parse_answer(&text),
     };
     Ok((answer, text))
@@ -322,17 +324,20 @@ mod tests {
     fn a_baseline_answers_with_the_last_line_it_printed() {
         let o = answer_of_lines(
             "3:INFO starting\n9:(Worker_TP0 pid=7) ERROR 01-01 [x.py:1] boom\n12:shutting down\n",
-        )
-        .unwrap();
+        );
         assert_eq!(o.line, Some(12));
         assert_eq!(o.status.as_deref(), Some("crashed"));
         assert_eq!(o.root_cause, None);
         let o = answer_of_lines(
             "40:(APIServer pid=1) INFO 12-01 [api_server.py:1] Application startup complete.\n",
-        )
-        .unwrap();
+        );
         assert_eq!(o.status.as_deref(), Some("ready"));
-        assert_eq!(answer_of_lines(""), None);
+        let o = answer_of_lines("");
+        assert_eq!(
+            (o.status.as_deref(), o.line),
+            (Some("ready"), None),
+            "nothing printed"
+        );
         let e = regex::Regex::new(ERROR_LINE).unwrap();
         for yes in [
             "ValueError: no",
