@@ -2013,12 +2013,18 @@ pub fn analyze_launch(
             let l = &records[c.record].lines[c.quote];
             l.role == LineRole::Exception || is_exception_statement(&l.body)
         };
-        let first = group
+        let mut first = group
             .iter()
             .copied()
             .find(typed)
             .or_else(|| group.first().copied())
             .unwrap_or(ri);
+        if let Some(b) = interrupted_earlier(&records, &cands, &group, first) {
+            // That rank failed first: its record was cut in two and this one written between.
+            first = b;
+            group.retain(|&i| i != b);
+            group.insert(0, b);
+        }
         let fc = &cands[first];
         let frec = &records[fc.record];
         let fq = &frec.lines[fc.quote];
@@ -2266,6 +2272,39 @@ fn fold_key(body: &str) -> String {
 
 fn strip_to_message(body: &str) -> String {
     body.trim_start_matches(", ").trim().to_string()
+}
+
+/// A failure of another process in `group` that began before `first`'s record and wrote nothing
+/// while that record was written — its record cut in two (a line written in two pieces) with
+/// `first`'s whole traceback in between — so it failed first although its exception line comes
+/// later. Only records whose start the text holds (a message or `Traceback …` header) count:
+/// an excerpt that cut a record's head says nothing about when it began.
+fn interrupted_earlier(
+    records: &[Record],
+    cands: &[Candidate],
+    group: &[usize],
+    first: usize,
+) -> Option<usize> {
+    let starts = |r: &Record| {
+        r.lines
+            .first()
+            .filter(|l| matches!(l.role, LineRole::Head | LineRole::TracebackStart))
+            .map(|l| l.no)
+    };
+    let a = &records[cands[first].record];
+    let (a_start, a_end) = (starts(a)?, a.lines[cands[first].quote].no);
+    group
+        .iter()
+        .copied()
+        .filter(|&b| records[cands[b].record].process != a.process)
+        .filter_map(|b| {
+            let r = &records[cands[b].record];
+            let began = starts(r)?;
+            let quiet = !r.lines.iter().any(|l| (a_start..=a_end).contains(&l.no));
+            (began < a_start && quiet && r.lines[cands[b].quote].no > a_end).then_some((began, b))
+        })
+        .min()
+        .map(|(_, b)| b)
 }
 
 #[cfg(test)]
@@ -2532,6 +2571,49 @@ ERROR 12-02 05:59:06 hermes_tool_parser.py:108] json.decoder.JSONDecodeError: Ex
         let v = one(log);
         let r = v.root_cause.expect("a root cause");
         (r.line, r.id)
+    }
+
+    #[test]
+    fn a_rank_whose_traceback_was_cut_in_two_failed_first() {
+        let w = |rank: u32, body: &str| {
+            format!("(Worker_TP{rank} pid=1{rank}) ERROR 11-22 03:35:01 [multiproc_executor.py:783] {body}\n")
+        };
+        let record = |rank: u32| -> Vec<String> {
+            [
+                "WorkerProc failed to start.",
+                "Traceback (most recent call last):",
+                "  File \"/v/vllm/platforms/cuda.py\", line 9, in get_attn_backend_cls",
+                "    raise ValueError(",
+                "ValueError: No valid attention backend found for cuda",
+            ]
+            .iter()
+            .map(|b| w(rank, b))
+            .collect()
+        };
+        // TP2 begins, TP0 writes its whole traceback while TP2 is between two writes, then TP2
+        // ends: TP2 failed first, though its exception line comes later.
+        let (tp2, tp0) = (record(2), record(0));
+        let log = [&tp2[..3], &tp0[..], &tp2[3..]].concat().concat();
+        let v = one(&log);
+        let rc = v.root_cause.expect("a root cause");
+        assert_eq!(
+            (rc.line, rc.process.as_deref()),
+            (10, Some("Worker_TP2")),
+            "{log}"
+        );
+        assert_eq!(rc.ranks, ["Worker_TP2", "Worker_TP0"]);
+        // Written line by line in turn, the first exception line is the first failure.
+        let mut turns = Vec::new();
+        for (a, b) in tp2.iter().zip(&tp0) {
+            turns.push(a.clone());
+            turns.push(b.clone());
+        }
+        let rc = one(&turns.concat()).root_cause.expect("a root cause");
+        assert_eq!(rc.line, 9);
+        // An excerpt that cut TP2's head says nothing about when it began.
+        let cut = [&tp2[2..3], &tp0[..], &tp2[3..]].concat().concat();
+        let rc = one(&cut).root_cause.expect("a root cause");
+        assert_eq!(rc.process.as_deref(), Some("Worker_TP0"), "{cut}");
     }
 
     #[test]
