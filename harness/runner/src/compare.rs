@@ -117,13 +117,6 @@ impl Fields {
             id: rc.map(|r| o.and_then(|o| o.root_cause.as_deref()) == Some(r.id.as_str())),
         }
     }
-
-    /// Every scored field is right.
-    pub fn all_right(&self) -> bool {
-        [self.status, self.line, self.id]
-            .iter()
-            .all(|f| f.unwrap_or(true))
-    }
 }
 
 /// An outside tool's answer against the truth: status, line and id, each on its own (DESIGN.md,

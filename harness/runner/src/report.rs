@@ -4,7 +4,6 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use super::compare::Fields;
 use super::CaseResult;
 use triage::render::escape_control;
 
@@ -117,16 +116,32 @@ pub fn summary_table(results: &[CaseResult]) -> String {
 
 /// `status 60/67, line 40/58, id 31/58`: how often each field was right where it was scored.
 fn rates(results: &[CaseResult]) -> String {
-    let count = |f: fn(&Fields) -> Option<bool>| {
-        let scored: Vec<bool> = results.iter().filter_map(|r| f(&r.fields)).collect();
-        format!("{}/{}", scored.iter().filter(|x| **x).count(), scored.len())
-    };
-    format!(
-        "status {}, line {}, id {}",
-        count(|f| f.status),
-        count(|f| f.line),
-        count(|f| f.id)
-    )
+    let parts: Vec<String> = FIELDS
+        .iter()
+        .map(|(name, m)| {
+            let (right, scored) = tally(results, *m);
+            format!("{name} {right}/{scored}")
+        })
+        .collect();
+    parts.join(", ")
+}
+
+/// How a case scores on one measure (`None`: not scored).
+type Measure = fn(&CaseResult) -> Option<bool>;
+
+/// The fields every tool is scored on, each on its own.
+const FIELDS: [(&str, Measure); 3] = [
+    ("status", |r| r.fields.status),
+    ("line", |r| r.fields.line),
+    ("id", |r| r.fields.id),
+];
+
+/// (right, scored) of one measure over some cases.
+fn tally<'a>(results: impl IntoIterator<Item = &'a CaseResult>, m: Measure) -> (usize, usize) {
+    results
+        .into_iter()
+        .filter_map(m)
+        .fold((0, 0), |(right, n), ok| (right + usize::from(ok), n + 1))
 }
 
 fn truncate(s: &str, n: usize) -> String {
@@ -166,18 +181,10 @@ pub fn junit(results: &[CaseResult], suite_name: &str) -> String {
             st
         };
         let mut tc = TestCase::new(format!("{scenario} [{runner}]"), status);
-        for (name, f) in [
-            (
-                "status",
-                (|f: &Fields| f.status) as fn(&Fields) -> Option<bool>,
-            ),
-            ("line", |f| f.line),
-            ("id", |f| f.id),
-        ] {
-            let scored: Vec<bool> = rs.iter().filter_map(|r| f(&r.fields)).collect();
-            if !scored.is_empty() {
-                let right = scored.iter().filter(|x| **x).count();
-                tc.add_property((name.to_string(), format!("{right}/{}", scored.len())));
+        for (name, m) in FIELDS {
+            let (right, scored) = tally(rs.iter().copied(), m);
+            if scored > 0 {
+                tc.add_property((name.to_string(), format!("{right}/{scored}")));
             }
         }
         tc.set_classname(
@@ -204,9 +211,6 @@ pub fn json(results: &[CaseResult]) -> String {
     .unwrap_or_default()
 }
 
-/// How a case scores on one measure (`None`: not scored).
-type Measure = fn(&CaseResult) -> Option<bool>;
-
 /// Several tools side by side, per scenario group: cases passed, then each field on its own
 /// (right / scored).
 pub fn scoreboard(columns: &[(String, Vec<CaseResult>)]) -> String {
@@ -216,12 +220,8 @@ pub fn scoreboard(columns: &[(String, Vec<CaseResult>)]) -> String {
             groups.insert(r.group().to_string(), ());
         }
     }
-    let measures: [(&str, Measure); 4] = [
-        ("passed", |r| Some(r.passed)),
-        ("status", |r| r.fields.status),
-        ("line", |r| r.fields.line),
-        ("id", |r| r.fields.id),
-    ];
+    let passed: (&str, Measure) = ("passed", |r| Some(r.passed));
+    let measures: Vec<(&str, Measure)> = std::iter::once(passed).chain(FIELDS).collect();
     let mut s = String::new();
     for (i, (measure, score)) in measures.iter().enumerate() {
         if i > 0 {
@@ -236,18 +236,13 @@ pub fn scoreboard(columns: &[(String, Vec<CaseResult>)]) -> String {
         for g in groups.keys() {
             let _ = write!(s, "  {g:<14}");
             for (i, (_, rs)) in columns.iter().enumerate() {
-                let scored: Vec<bool> = rs
-                    .iter()
-                    .filter(|r| r.group() == g)
-                    .filter_map(score)
-                    .collect();
-                let right = scored.iter().filter(|x| **x).count();
+                let (right, scored) = tally(rs.iter().filter(|r| r.group() == g), *score);
                 totals[i].0 += right;
-                totals[i].1 += scored.len();
-                let cell = if scored.is_empty() {
+                totals[i].1 += scored;
+                let cell = if scored == 0 {
                     "-".to_string()
                 } else {
-                    format!("{right}/{}", scored.len())
+                    format!("{right}/{scored}")
                 };
                 let _ = write!(s, " {cell:>16}");
             }

@@ -858,9 +858,7 @@ fn api_server_config(b: &mut Builder<'_>, l: &Launch) -> Step {
     if on_cpu && d.version.has(Switch::CpuX86RequiresTriton) {
         // The platform's config check, after the notes VllmConfig logs before it; no Triton CPU
         // backend is there (the host has no GPU driver, so the CUDA build of Triton is inert).
-        for id in &p.cpu_config_notes {
-            b.log(API, id, &[]);
-        }
+        cpu_config_notes(b);
         let exc = p.error("cpu_x86_requires_triton").to_string();
         api_config_error(b, &exc, &["api_config_verify", "api_cpu_platform_check"]);
         return CRASHED;
@@ -875,9 +873,7 @@ fn api_server_config(b: &mut Builder<'_>, l: &Launch) -> Step {
         b.log(API, "async_scheduling", &[]);
     }
     if on_cpu {
-        for id in &p.cpu_config_notes {
-            b.log(API, id, &[]);
-        }
+        cpu_config_notes(b);
     }
     if let Some(Selection::Chosen {
         forced_block_size: Some(bs),
@@ -897,6 +893,14 @@ fn api_server_config(b: &mut Builder<'_>, l: &Launch) -> Step {
         }
     }
     ControlFlow::Continue(())
+}
+
+/// What the API server notes on the CPU platform as `VllmConfig` is built (profile data).
+fn cpu_config_notes(b: &mut Builder<'_>) {
+    let p = b.p;
+    for id in &p.cpu_config_notes {
+        b.log(API, id, &[]);
+    }
 }
 
 /// V1's `AsyncLLM` builds the tokenizer before it starts the engine core.

@@ -15,7 +15,7 @@ use crate::clock::SimTime;
 use crate::deploy::{CpuOp, Failure};
 use crate::record::Body;
 use crate::release::Switch;
-use crate::scenario::Platform;
+use crate::scenario::{CpuIsa, Platform};
 use crate::traceback::{exception_line_index, exception_message, Traceback};
 
 /// Where a CPU worker's Python warnings (`cpu_worker_warnings`) fall among its platform records
@@ -88,16 +88,10 @@ pub(super) fn platform_warnings(b: &mut Builder<'_>, proc: usize, unconfigured: 
 /// host's processor decides which library that is ([`kernel_import_failed`]).
 fn log_platform_warnings(b: &mut Builder<'_>, proc: usize, ids: &[&str], unconfigured: bool) {
     for &id in ids {
-        let id = match id {
+        let (id, module) = match id {
             "import_c_avx2_failed" => kernel_import_failed(b),
-            other => other.to_string(),
-        };
-        let id = id.as_str();
-        let module = match id {
-            "import_c_avx2_failed" => Some("vllm._C_AVX2"),
-            "import_c_avx512_failed" => Some("vllm._C_AVX512"),
-            "import_c_failed" | "import_c_avx512_bf16_failed" => Some("vllm._C"),
-            _ => None,
+            "import_c_failed" => (id.to_string(), Some("vllm._C")),
+            other => (other.to_string(), None),
         };
         let extra: Vec<(&str, String)> = module
             .map(|m| {
@@ -109,22 +103,26 @@ fn log_platform_warnings(b: &mut Builder<'_>, proc: usize, ids: &[&str], unconfi
             .into_iter()
             .collect();
         if unconfigured {
-            b.log_unconfigured(proc, id, &extra);
+            b.log_unconfigured(proc, &id, &extra);
         } else {
-            b.log(proc, id, &extra);
+            b.log(proc, &id, &extra);
         }
     }
 }
 
 /// The message of the CPU platform's kernel library failing to load on this host's processor
-/// (`import_c_<isa>_failed`, vllm/platforms/cpu.py `import_kernels`); profiles that do not list
-/// the AVX-512 ones (before 0.31) print the AVX2 one.
-fn kernel_import_failed(b: &Builder<'_>) -> String {
-    let id = format!("import_c_{}_failed", b.d.host.cpu_isa.as_str());
+/// (`import_c_<isa>_failed`, vllm/platforms/cpu.py `import_kernels`) and the module it names;
+/// profiles that do not list the AVX-512 ones (before 0.31) print the AVX2 one.
+fn kernel_import_failed(b: &Builder<'_>) -> (String, Option<&'static str>) {
+    let isa = b.d.host.cpu_isa;
+    let id = format!("import_c_{}_failed", isa.as_str());
     if b.p.msg(&id).is_some() {
-        id
+        (id, Some(isa.kernel_module()))
     } else {
-        "import_c_avx2_failed".into()
+        (
+            "import_c_avx2_failed".into(),
+            Some(CpuIsa::Avx2.kernel_module()),
+        )
     }
 }
 
